@@ -1,0 +1,118 @@
+// The runtime module (ptq_runtime): runs an ir::Model on a Backend in topological order and
+// shows the tensors observers ask for. See docs/DESIGN.md, "Runtime".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptq/ir.h"
+#include "ptq/status.h"
+
+namespace ptq::runtime {
+
+// Hands out tensors whose buffers come from a pool that the executor refills as values die.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // A zero-initialisation is NOT promised: kernels write every element they output.
+  virtual ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) = 0;
+};
+
+// What a kernel factory sees when the executor prepares a node.
+struct KernelContext {
+  const ir::Node& node;
+  int64_t opset = 0;          // the model's default-domain opset
+  int threads = 1;            // OpenMP threads a kernel may use
+  const ir::Graph* graph = nullptr;  // for constant inputs (initializers), e.g. packed weights
+};
+
+// A prepared op. Created once per node; run once per batch.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // inputs[i] is null for an omitted optional input. The kernel fills `outputs` (one entry per
+  // node output, pre-sized by the executor) with tensors from `alloc`, or with views of its
+  // inputs for ops that do not change bytes (Reshape, Identity, …).
+  virtual Status run(std::span<const ir::Tensor* const> inputs, std::span<ir::Tensor> outputs,
+                     Allocator& alloc) = 0;
+};
+
+using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const KernelContext&);
+
+// Statistics of one observed tensor computed where the tensor lives (host or device), so a
+// calibrator never needs the data itself on a GPU backend.
+struct MinMaxStats {
+  double min = 0.0;          // signed minimum over finite values
+  double max = 0.0;          // signed maximum over finite values
+  double abs_max = 0.0;      // max |x| over finite values
+  int64_t nonfinite = 0;     // NaN / ±Inf count
+  int64_t first_nonfinite = -1;  // flat index of the first one, -1 if none
+};
+
+class TensorStatistics {
+ public:
+  virtual ~TensorStatistics() = default;
+  virtual MinMaxStats minmax() const = 0;
+  // Adds the counts of |x| into `counts` (size B) with the bin rule of specs/calibrators.md:
+  // bin = min(floor((double)|x| / (double)T * B), B - 1); non-finite values are skipped.
+  virtual void histogram(double T, std::span<uint64_t> counts) const = 0;
+};
+
+// What an observer is shown.
+struct ObservedTensor {
+  const std::string& name;
+  const ir::Node* producer;           // null for graph inputs
+  const ir::Shape& shape;             // batch dim first for activations
+  ir::DType dtype;
+  const ir::Tensor* host;             // the data when host-resident (CPU backend); else null
+  const TensorStatistics& stats;      // always available
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  // Asked once per prepared graph: the values this observer wants to see.
+  virtual std::vector<std::string> wanted(const ir::Graph& graph) = 0;
+  // Shown each wanted value right after it is produced and before it is freed (no copy).
+  virtual Status observe(const ObservedTensor& tensor) = 0;
+};
+
+// A backend supplies kernels and memory. The CPU backend is the reference.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // True if this backend can run the node's op at the given opset.
+  virtual bool supports(const ir::Node& node, int64_t opset) const = 0;
+  virtual Expected<std::unique_ptr<Kernel>> create_kernel(const KernelContext& ctx) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+struct ExecutorOptions {
+  int threads = 1;
+};
+
+using NamedTensors = std::vector<std::pair<std::string, ir::Tensor>>;
+
+// Runs one model. Kernels are prepared once; buffers are pooled and reused across runs; a
+// tensor is freed right after its last consumer; initializers are borrowed, never copied.
+class Executor {
+ public:
+  // Fails (listing every one) if the backend cannot run some op of the model.
+  static Expected<std::unique_ptr<Executor>> create(const ir::Model& model, Backend& backend,
+                                                    ExecutorOptions options = {});
+  virtual ~Executor() = default;
+  // Runs on the named graph inputs; returns the graph outputs in graph order (owned tensors).
+  virtual Expected<NamedTensors> run(const NamedTensors& inputs,
+                                     std::span<Observer* const> observers = {}) = 0;
+};
+
+// The default-domain op types of `model` that `backend` cannot run, sorted and unique.
+std::vector<std::string> unsupported_ops(const ir::Model& model, const Backend& backend);
+
+}  // namespace ptq::runtime
