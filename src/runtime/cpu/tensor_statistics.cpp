@@ -1,0 +1,156 @@
+// HostTensorStatistics: the min-max pass and the |x| histogram of specs/calibrators.md over a
+// host tensor, in parallel. The tensor is cut into fixed chunks (independent of the thread
+// count); per-chunk min/max are combined in chunk order and each thread bins into a private
+// histogram, summed in thread order. Integer counts and min/max do not depend on order, so the
+// results are bit-identical for any thread count. calibrators/histogram.cpp is the serial
+// reference; tests hold the two equal.
+#include "tensor_statistics.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+namespace ptq::runtime::cpu {
+
+namespace {
+
+constexpr int kBins = 2048;
+constexpr int64_t kChunk = int64_t{1} << 15;  // elements per work item
+
+// The spec's bin rule, evaluated in float64 in exactly this order (= calib::histogram_bin).
+inline int bin_of(double v, double T) {
+  if (!(T > 0.0)) return 0;
+  const double b = std::floor(v / T * 2048.0);
+  return b >= static_cast<double>(kBins - 1) ? kBins - 1 : static_cast<int>(b);
+}
+
+struct Partial {
+  double min = 0.0, max = 0.0;
+  bool any = false;
+  int64_t nonfinite = 0;
+  int64_t first_nonfinite = -1;
+};
+
+template <typename Load>
+Partial minmax_range(Load load, int64_t begin, int64_t end) {
+  Partial p;
+  double mn = 0.0, mx = 0.0;
+  for (int64_t i = begin; i < end; ++i) {
+    const double x = load(i);
+    if (!std::isfinite(x)) {
+      if (p.nonfinite++ == 0) p.first_nonfinite = i;
+      continue;
+    }
+    if (!p.any) {
+      mn = mx = x;
+      p.any = true;
+    } else {
+      mn = std::min(mn, x);
+      mx = std::max(mx, x);
+    }
+  }
+  p.min = mn;
+  p.max = mx;
+  return p;
+}
+
+int64_t chunks_of(int64_t n) { return (n + kChunk - 1) / kChunk; }
+
+int threads_for(int64_t n, int threads) {
+  return static_cast<int>(std::clamp<int64_t>(chunks_of(n), 1, std::max(threads, 1)));
+}
+
+template <typename Load>
+MinMaxStats minmax_of(Load load, int64_t n, int threads) {
+  const int64_t chunks = chunks_of(n);
+  std::vector<Partial> parts(static_cast<size_t>(chunks));
+#pragma omp parallel for num_threads(threads_for(n, threads)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    parts[static_cast<size_t>(c)] = minmax_range(load, c * kChunk, std::min(n, (c + 1) * kChunk));
+  }
+  MinMaxStats s;
+  bool any = false;
+  for (const Partial& p : parts) {  // chunk order
+    if (p.nonfinite > 0 && s.first_nonfinite < 0) s.first_nonfinite = p.first_nonfinite;
+    s.nonfinite += p.nonfinite;
+    if (!p.any) continue;
+    s.min = any ? std::min(s.min, p.min) : p.min;
+    s.max = any ? std::max(s.max, p.max) : p.max;
+    any = true;
+  }
+  s.min += 0.0;  // -0.0 and +0.0 compare equal; normalise so the bits never depend on order
+  s.max += 0.0;
+  s.abs_max = std::max(std::fabs(s.min), std::fabs(s.max));
+  return s;
+}
+
+template <typename Load>
+void histogram_of(Load load, int64_t n, int threads, double T, std::span<uint64_t> counts) {
+  const int64_t chunks = chunks_of(n);
+  const int nt = threads_for(n, threads);
+  std::vector<std::array<uint64_t, kBins>> local(static_cast<size_t>(nt));
+#pragma omp parallel num_threads(nt)
+  {
+    std::array<uint64_t, kBins>& h = local[static_cast<size_t>(omp_get_thread_num())];
+    h.fill(0);
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t end = std::min(n, (c + 1) * kChunk);
+      for (int64_t i = c * kChunk; i < end; ++i) {
+        const double x = load(i);
+        if (!std::isfinite(x)) continue;
+        ++h[static_cast<size_t>(bin_of(std::fabs(x), T))];
+      }
+    }
+  }
+  for (const auto& h : local) {  // thread order; integer sums are exact in any order anyway
+    for (int b = 0; b < kBins; ++b) counts[static_cast<size_t>(b)] += h[static_cast<size_t>(b)];
+  }
+}
+
+// Calls f(load) with an element loader (index -> double) for the tensor's dtype.
+template <typename F>
+void with_loader(const ir::Tensor& t, F&& f) {
+  switch (t.dtype()) {
+    case ir::DType::kFloat32: {
+      const float* p = t.data<float>();
+      f([p](int64_t i) { return static_cast<double>(p[i]); });
+      return;
+    }
+    case ir::DType::kFloat64: {
+      const double* p = t.data<double>();
+      f([p](int64_t i) { return p[i]; });
+      return;
+    }
+    case ir::DType::kFloat16: {
+      const uint16_t* p = t.data<uint16_t>();
+      f([p](int64_t i) { return static_cast<double>(ir::half_to_float(p[i])); });
+      return;
+    }
+    case ir::DType::kBFloat16: {
+      const uint16_t* p = t.data<uint16_t>();
+      f([p](int64_t i) { return static_cast<double>(ir::bfloat16_to_float(p[i])); });
+      return;
+    }
+    default:
+      f([&t](int64_t i) { return t.as_double(i); });
+      return;
+  }
+}
+
+}  // namespace
+
+MinMaxStats HostTensorStatistics::minmax() const {
+  MinMaxStats s;
+  with_loader(tensor_, [&](auto load) { s = minmax_of(load, tensor_.size(), threads_); });
+  return s;
+}
+
+void HostTensorStatistics::histogram(double T, std::span<uint64_t> counts) const {
+  with_loader(tensor_, [&](auto load) { histogram_of(load, tensor_.size(), threads_, T, counts); });
+}
+
+}  // namespace ptq::runtime::cpu
