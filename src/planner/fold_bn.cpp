@@ -1,0 +1,114 @@
+// BatchNormalization folding on the model (as TensorRT does before INT8): the conv's weights
+// and bias absorb the BN's affine transform, so quantization sees the weights that run.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "rewrite.h"
+
+namespace ptq::planner {
+
+NameSet::NameSet(const ir::Graph& graph) {
+  for (const ir::ValueInfo& v : graph.inputs) used_.insert(v.name);
+  for (const ir::ValueInfo& v : graph.outputs) used_.insert(v.name);
+  for (const ir::ValueInfo& v : graph.value_info) used_.insert(v.name);
+  for (const ir::ValueInfo& v : graph.inferred) used_.insert(v.name);
+  for (const ir::Initializer& i : graph.initializers()) used_.insert(i.name);
+  for (const ir::Node& n : graph.nodes) {
+    used_.insert(n.name);
+    for (const std::string& s : n.inputs) used_.insert(s);
+    for (const std::string& s : n.outputs) used_.insert(s);
+  }
+}
+
+std::string NameSet::fresh(const std::string& base) {
+  std::string name = base;
+  for (int i = 1; used_.count(name); ++i) name = fmt::format("{}_{}", base, i);
+  used_.insert(name);
+  return name;
+}
+
+const ir::Tensor* find_constant(const ir::Graph& graph, std::string_view name) {
+  if (const ir::Tensor* t = graph.initializer(name)) return t;
+  for (const ir::Node& n : graph.nodes) {
+    if (n.op_type != "Constant" || n.outputs.empty() || n.outputs[0] != name) continue;
+    const ir::Attribute* a = n.attr("value");
+    return a && a->type == ir::AttrType::kTensor ? &a->t : nullptr;
+  }
+  return nullptr;
+}
+
+size_t count_uses(const ir::Graph& graph, std::string_view name, const std::vector<bool>& dead) {
+  size_t count = graph.is_graph_output(name) ? 1 : 0;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (n < dead.size() && dead[n]) continue;
+    for (const std::string& in : graph.nodes[n].inputs) count += in == name ? 1 : 0;
+  }
+  return count;
+}
+
+ir::Tensor owned_copy(const ir::Tensor& t) {
+  ir::Tensor out(t.dtype(), t.shape());
+  if (t.nbytes() > 0) std::memcpy(out.raw(), t.raw(), t.nbytes());
+  out.strings() = t.strings();
+  return out;
+}
+
+namespace {
+
+// Stores `value` as `name` in place when the conv is its only reader and it is an initializer;
+// otherwise under a fresh name. Returns the name the conv must read.
+std::string store(ir::Graph& graph, const std::string& name, const std::string& fresh_base,
+                  ir::Tensor value, NameSet& names, const std::vector<bool>& dead,
+                  std::set<std::string>& replaced) {
+  if (!name.empty() && graph.initializer(name) && count_uses(graph, name, dead) == 1) {
+    graph.set_initializer(name, std::move(value));
+    return name;
+  }
+  if (!name.empty()) replaced.insert(name);
+  std::string fresh = names.fresh(fresh_base);
+  graph.set_initializer(fresh, std::move(value));
+  return fresh;
+}
+
+}  // namespace
+
+Status fold_batchnorms(ir::Graph& graph, const Plan& plan, NameSet& names, std::vector<bool>& dead,
+                       std::set<std::string>& replaced, std::vector<std::string>& gone_values) {
+  for (const BnFold& f : plan.folds) {
+    ir::Node& conv = graph.nodes[f.conv];
+    const ir::Node& bn = graph.nodes[f.bn];
+    const ir::Tensor* w = find_constant(graph, conv.input(1));
+    const ir::Tensor* b = conv.input(2).empty() ? nullptr : find_constant(graph, conv.input(2));
+    std::vector<const ir::Tensor*> params;
+    for (size_t i = 1; i < 5; ++i) params.push_back(find_constant(graph, bn.input(i)));
+    if (!w || (!conv.input(2).empty() && !b) ||
+        std::find(params.begin(), params.end(), nullptr) != params.end()) {
+      return invalid_input("cannot fold {} into {}: a parameter is not constant", bn.label(),
+                           conv.label());
+    }
+    ir::Tensor weight = owned_copy(*w);
+    ir::Tensor bias = b ? owned_copy(*b) : ir::Tensor();
+    PTQ_RETURN_IF_ERROR(fold_batchnorm_into(weight, bias, *params[0], *params[1], *params[2],
+                                            *params[3], bn.attr_float("epsilon", 1e-5f),
+                                            conv.op_type == "ConvTranspose",
+                                            conv.attr_int("group", 1)));
+    const std::string wname = conv.input(1);
+    const std::string bname = conv.input(2);
+    const std::string new_w =
+        store(graph, wname, wname + "_folded", std::move(weight), names, dead, replaced);
+    const std::string new_b = store(graph, bname, (bname.empty() ? wname : bname) + "_folded",
+                                    std::move(bias), names, dead, replaced);
+    conv.inputs.resize(3);
+    conv.inputs[1] = new_w;
+    conv.inputs[2] = new_b;
+    gone_values.push_back(conv.outputs[0]);
+    conv.outputs[0] = bn.outputs[0];
+    dead[f.bn] = true;
+    for (size_t i = 1; i < 5; ++i) replaced.insert(bn.input(i));
+  }
+  return Status::ok();
+}
+
+}  // namespace ptq::planner

@@ -1,0 +1,73 @@
+// Read-only questions the placement rules ask about a graph: constants (initializers and
+// Constant nodes alike), producers and consumers, dtypes, declared shapes, node depth.
+#pragma once
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ptq/ir.h"
+
+namespace ptq::planner {
+
+class GraphView {
+ public:
+  explicit GraphView(const ir::Graph& graph);
+
+  const ir::Graph& graph() const { return graph_; }
+  const ir::Node& node(size_t n) const { return graph_.nodes[n]; }
+  size_t size() const { return graph_.nodes.size(); }
+
+  // The value of an initializer or of a Constant node's output; null when not constant.
+  const ir::Tensor* constant(std::string_view name) const;
+  bool is_constant(std::string_view name) const { return constant(name) != nullptr; }
+  // Index of the Constant node producing `name`, or -1.
+  int64_t constant_node(std::string_view name) const;
+
+  int64_t producer(std::string_view name) const { return index_.producer(name); }
+  const std::vector<size_t>& consumers(std::string_view name) const {
+    return index_.consumers(name);
+  }
+  // Number of (node, slot) reads of `name` plus one if it is a graph output.
+  size_t use_count(std::string_view name) const;
+
+  ir::DType dtype(std::string_view name) const;
+  // A non-constant value whose dtype is float32, or unknown (assumed float).
+  bool is_float_activation(std::string_view name) const;
+  // Declared or inferred dims (nullopt when unknown).
+  std::optional<std::vector<ir::Dim>> dims(std::string_view name) const;
+
+  // Longest path from a graph input, in nodes (0 for nodes reading only inputs/constants).
+  int64_t depth(size_t n) const { return depth_[n]; }
+  // Nodes in topological order (file order when the file is sorted).
+  const std::vector<size_t>& order() const { return order_; }
+  bool sorted_ok() const { return sorted_ok_; }
+
+ private:
+  const ir::Graph& graph_;
+  ir::GraphIndex index_;
+  std::unordered_map<std::string, const ir::Tensor*> constants_;
+  std::unordered_map<std::string, size_t> constant_nodes_;
+  std::deque<ir::Tensor> owned_;  // Constant nodes' value_float(s) / value_int(s) as tensors
+  std::vector<int64_t> depth_;
+  std::vector<size_t> order_;
+  bool sorted_ok_ = true;
+};
+
+// Ops whose output holds exactly (a rearrangement of) input values: they share one scale.
+bool is_data_movement(const ir::Node& node);
+// Float ops that reconstruct poorly from INT8 (Softmax, LayerNorm, Exp, …).
+bool is_float_sensitive(const ir::Node& node);
+bool is_weighted_op(const ir::Node& node);  // Conv, ConvTranspose, Gemm, MatMul
+bool is_pool(const ir::Node& node);         // MaxPool, AveragePool, GlobalAverage/MaxPool
+// Element-wise activations that TensorRT fuses into the producer (Relu, Clip, …).
+bool is_fusable_activation(const ir::Node& node);
+// Input slots of a data-movement op that carry data (not shapes, indices, axes).
+std::vector<size_t> data_inputs(const ir::Node& node);
+// Ops whose presence means the model is already quantized.
+bool is_quantization_op(const ir::Node& node);
+
+}  // namespace ptq::planner

@@ -1,0 +1,149 @@
+// PlanOptions: parsing, validation, and matching exclusions and unit names against a model.
+// g++ 12 with -O2 and sanitizers warns inside libstdc++'s <regex> (a known false positive,
+// GCC bug 105562); the warning is about the library's code, not this file's.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "options_match.h"
+
+namespace ptq::planner {
+
+std::string_view target_name(Target target) {
+  return target == Target::kOrt ? "ort" : "tensorrt";
+}
+
+Expected<Target> parse_target(std::string_view name) {
+  if (name == "tensorrt" || name == "trt") return Target::kTensorRT;
+  if (name == "ort" || name == "onnxruntime") return Target::kOrt;
+  return usage_error("unknown target '{}' (choose tensorrt or ort)", name);
+}
+
+Expected<ActivationType> parse_activation_type(std::string_view name) {
+  if (name == "int8") return ActivationType::kInt8;
+  if (name == "uint8") return ActivationType::kUInt8;
+  return usage_error("unknown activation type '{}' (choose int8 or uint8)", name);
+}
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kActivation: return "activation";
+    case Role::kWeight: return "weight";
+    case Role::kBias: return "bias";
+  }
+  return "?";
+}
+
+Status PlanOptions::validate() const {
+  if (target == Target::kTensorRT && activation_type == ActivationType::kUInt8) {
+    return usage_error("uint8 activations need --target ort (TensorRT takes INT8 only)");
+  }
+  if (target == Target::kOrt && weights_float) {
+    return usage_error("float weights with Q/DQ are a TensorRT option; ort stores int8 weights");
+  }
+  if (min_conv_channels < 0) {
+    return usage_error("min_conv_channels must be >= 0 (got {})", min_conv_channels);
+  }
+  for (const std::string& u : only_units) {
+    if (std::find(skip_units.begin(), skip_units.end(), u) != skip_units.end()) {
+      return usage_error("unit '{}' is both in only_units and in skip_units", u);
+    }
+  }
+  return Status::ok();
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string close_matches(std::string_view wanted, const std::vector<std::string>& names) {
+  std::vector<std::pair<size_t, std::string>> scored;
+  std::set<std::string> seen;
+  const size_t limit = std::max<size_t>(3, wanted.size() / 3);
+  for (const std::string& n : names) {
+    if (n.empty() || !seen.insert(n).second) continue;
+    const size_t d = edit_distance(wanted, n);
+    if (d <= limit) scored.emplace_back(d, n);
+  }
+  std::sort(scored.begin(), scored.end());
+  if (scored.empty()) return "no close match";
+  std::string out = "did you mean";
+  for (size_t i = 0; i < scored.size() && i < 5; ++i) {
+    out += fmt::format("{} '{}'", i ? "," : "", scored[i].second);
+  }
+  return out + "?";
+}
+
+Status apply_exclusions(Marking& m) {
+  const GraphView& view = m.view;
+  std::vector<std::string> names;
+  for (size_t n = 0; n < view.size(); ++n) names.push_back(view.node(n).name);
+  for (const std::string& pattern : m.options.exclude_nodes) {
+    std::optional<std::regex> re;
+    try {
+      re.emplace(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      re.reset();  // not a regex: exact names only
+    }
+    bool any = false;
+    for (size_t n = 0; n < view.size(); ++n) {
+      const std::string& name = names[n];
+      if (name.empty()) continue;
+      if (name == pattern || (re && std::regex_match(name, *re))) {
+        any = true;
+        if (!m.excluded[n]) m.nodes[n].reason = fmt::format("excluded by node pattern '{}'", pattern);
+        m.excluded[n] = true;
+      }
+    }
+    if (!any) {
+      return usage_error("exclusion '{}' matches no node name ({})", pattern,
+                         close_matches(pattern, names));
+    }
+  }
+  std::vector<std::string> op_types;
+  for (size_t n = 0; n < view.size(); ++n) op_types.push_back(view.node(n).op_type);
+  for (const std::string& op : m.options.exclude_op_types) {
+    bool any = false;
+    for (size_t n = 0; n < view.size(); ++n) {
+      if (op_types[n] != op) continue;
+      any = true;
+      if (!m.excluded[n]) m.nodes[n].reason = fmt::format("excluded op type {}", op);
+      m.excluded[n] = true;
+    }
+    if (!any) {
+      m.warnings.push_back(fmt::format("excluded op type '{}' is not in the model ({})", op,
+                                       close_matches(op, op_types)));
+    }
+  }
+  return Status::ok();
+}
+
+Status check_unit_names(const std::vector<Unit>& units, const PlanOptions& options) {
+  std::vector<std::string> names;
+  for (const Unit& u : units) names.push_back(u.name);
+  for (const auto* list : {&options.only_units, &options.skip_units}) {
+    for (const std::string& u : *list) {
+      if (std::find(names.begin(), names.end(), u) == names.end()) {
+        return usage_error("'{}' is not a quantization unit of this model ({})", u,
+                           close_matches(u, names));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace ptq::planner

@@ -1,0 +1,36 @@
+// Helpers for apply(): fresh names, constant lookup on a graph being edited, BN folding.
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptq/planner.h"
+
+namespace ptq::planner {
+
+// Every value and node name of a graph, to make new ones that collide with nothing.
+class NameSet {
+ public:
+  explicit NameSet(const ir::Graph& graph);
+  // `base` when free, else base_1, base_2, …; the name is then taken.
+  std::string fresh(const std::string& base);
+
+ private:
+  std::set<std::string, std::less<>> used_;
+};
+
+// The constant value of `name` (initializer or Constant node 'value'), or null.
+const ir::Tensor* find_constant(const ir::Graph& graph, std::string_view name);
+// Reads of `name` by nodes (not dead ones) plus graph outputs.
+size_t count_uses(const ir::Graph& graph, std::string_view name, const std::vector<bool>& dead);
+// A deep copy (an initializer may borrow file memory; edits must not write through).
+ir::Tensor owned_copy(const ir::Tensor& t);
+
+// Folds each planned BatchNormalization into its Conv: new or updated initializers, the conv
+// takes the BN's output name, the BN is marked dead. Names of replaced weights go to `replaced`.
+Status fold_batchnorms(ir::Graph& graph, const Plan& plan, NameSet& names, std::vector<bool>& dead,
+                       std::set<std::string>& replaced, std::vector<std::string>& gone_values);
+
+}  // namespace ptq::planner
