@@ -10,8 +10,8 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libstb-dev zlib1g-dev
   libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
-  python3-torch python3-torchvision libopenblas0-openmp dataset-fashion-mnist
-  clang libclang-rt-14-dev graphviz nodejs
+  python3-torch python3-torchvision python3-pil libopenblas0-openmp dataset-fashion-mnist
+  clang libclang-rt-14-dev libomp-dev graphviz nodejs
 )
 
 missing=()

@@ -1,0 +1,93 @@
+// SampleReader: one input's samples from one source, read lazily one sample at a time; and
+// Source: the readers one --data argument opened. Internal to ptq_data.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "file.h"
+#include "image.h"
+#include "ptq/data.h"
+#include "ptq/ir.h"
+#include "ptq/status.h"
+
+namespace ptq::data {
+
+class SampleReader {
+ public:
+  virtual ~SampleReader() = default;
+  // The file or folder (or zip member) the samples come from, for messages.
+  virtual const std::string& where() const = 0;
+  virtual ir::DType dtype() const = 0;
+  virtual ir::Shape sample_shape() const = 0;
+  virtual int64_t count() const = 0;
+  // Settles how stored items map to samples for the model input `input` (its declared rank
+  // decides whether an item's first axis is the batch axis; images take their geometry).
+  virtual Status adapt(const ir::ValueInfo& input) = 0;
+  // Reads sample i (0 <= i < count()) into dst: num_elements(sample_shape()) elements of
+  // dtype(), native byte order. Thread-safe.
+  virtual Status read(int64_t i, void* dst) const = 0;
+};
+
+// Items of one dtype and shape. An item is one sample, or, "stacked", item_shape[0] samples
+// along its first axis. Arrays and raw files default to stacked, folders to one sample a file.
+class ItemsReader : public SampleReader {
+ public:
+  const std::string& where() const override { return where_; }
+  ir::DType dtype() const override { return dtype_; }
+  ir::Shape sample_shape() const override;
+  int64_t count() const override;
+  Status adapt(const ir::ValueInfo& input) override;
+  Status read(int64_t i, void* dst) const override;
+
+ protected:
+  ItemsReader(std::string where, ir::DType dtype, ir::Shape item_shape, int64_t items,
+              bool stacked);
+  int64_t sample_bytes() const;
+  // Reads sample j of item `item` (j < samples per item) into dst.
+  virtual Status read_from_item(int64_t item, int64_t j, void* dst) const = 0;
+
+  std::string where_;
+  ir::DType dtype_;
+  ir::Shape item_shape_;
+  int64_t items_;
+  bool stacked_;
+};
+
+// A contiguous run of samples in one file at `offset` (a .npy, an npz member, a raw .bin).
+std::unique_ptr<SampleReader> make_contiguous_reader(File file, int64_t offset, ir::DType dtype,
+                                                     bool swap, ir::Shape item_shape,
+                                                     int64_t items);
+// One item per .npy file (headers are read now; data when asked).
+Expected<std::unique_ptr<SampleReader>> make_npy_files_reader(
+    std::string where, std::vector<std::filesystem::path> files);
+// One item per TensorProto .pb file (the first is parsed now, the rest when asked).
+Expected<std::unique_ptr<SampleReader>> make_pb_files_reader(
+    std::string where, std::vector<std::filesystem::path> files, std::string* first_name);
+// Decoded and preprocessed images, one sample per file.
+Expected<std::unique_ptr<SampleReader>> make_image_reader(
+    std::string where, std::vector<std::filesystem::path> files, const ImageOptions& options);
+
+// The readers one --data argument opened.
+struct Source {
+  enum class Kind {
+    kSingle,   // one unnamed input: a .npy/.bin/.pb file, a folder of files, images
+    kNpz,      // one input per member, named by the member
+    kBackend,  // ONNX backend test_data_set_*: input_k.pb, named or positional
+  };
+  struct Entry {
+    std::string hint;  // name given by the source (npz member, TensorProto name), or ""
+    std::unique_ptr<SampleReader> reader;
+  };
+  std::string input;  // NAME from NAME=SRC, or ""
+  std::string path;
+  Kind kind = Kind::kSingle;
+  std::vector<Entry> entries;
+};
+
+Expected<Source> open_source(const SourceSpec& spec, const DatasetSpec& dataset);
+
+}  // namespace ptq::data
