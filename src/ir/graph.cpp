@@ -118,7 +118,7 @@ bool Graph::remove_initializer(std::string_view value_name) {
 }
 
 const ValueInfo* Graph::find_value_info(std::string_view value_name) const {
-  for (const auto* list : {&inputs, &outputs, &value_info}) {
+  for (const auto* list : {&inputs, &outputs, &value_info, &inferred}) {
     for (const ValueInfo& v : *list) {
       if (v.name == value_name) return &v;
     }

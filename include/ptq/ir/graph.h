@@ -117,7 +117,11 @@ class Graph {
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
   std::vector<ValueInfo> value_info;
+  // Types found by shape inference at load time: consulted by find_value_info after the
+  // model's own declarations, never written back to a file.
+  std::vector<ValueInfo> inferred;
   std::vector<std::string> opaque_sparse_initializers;  // serialized SparseTensorProto
+  std::vector<std::string> opaque_quantization_annotations;  // serialized TensorAnnotation
 
   const std::vector<Initializer>& initializers() const { return initializers_; }
   std::vector<Initializer>& mutable_initializers() { return initializers_; }
