@@ -12,6 +12,7 @@ few random batches in train mode, so activations keep a realistic scale through 
 network instead of exploding or vanishing. Everything is seeded and single-threaded, so a second
 run writes the same bytes.
 """
+import inspect
 import math
 import os
 import sys
@@ -36,8 +37,10 @@ def atomic_save_npy(path, array):
 
 def atomic_export(model, example, path, opset, input_shape_names):
     tmp = path + ".tmp"
+    # Newer torch (2.9+) defaults to the dynamo exporter; keep the TorchScript one everywhere.
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(
-        model, example, tmp,
+        model, example, tmp, **legacy,
         input_names=["input"], output_names=["output"],
         dynamic_axes={"input": input_shape_names, "output": {0: "batch"}},
         opset_version=opset, do_constant_folding=True,
