@@ -28,6 +28,8 @@ struct KernelContext {
   int64_t opset = 0;          // the model's default-domain opset
   int threads = 1;            // OpenMP threads a kernel may use
   const ir::Graph* graph = nullptr;  // for constant inputs (initializers), e.g. packed weights
+  // Ask for the plain reference kernel (the truth fast variants are tested against).
+  bool reference = false;
 };
 
 // A prepared op. Created once per node; run once per batch.
@@ -89,12 +91,28 @@ class Backend {
   // True if this backend can run the node's op at the given opset.
   virtual bool supports(const ir::Node& node, int64_t opset) const = 0;
   virtual Expected<std::unique_ptr<Kernel>> create_kernel(const KernelContext& ctx) = 0;
+  // Statistics over a tensor this backend produced, computed where it lives. The result
+  // borrows `tensor` and must not outlive it.
+  virtual std::unique_ptr<TensorStatistics> statistics(const ir::Tensor& tensor,
+                                                       int threads) const = 0;
 };
 
-std::unique_ptr<Backend> make_cpu_backend();
+struct CpuBackendOptions {
+  // Every kernel in its plain reference form (slow; for tests and for bisecting a fast kernel).
+  bool reference = false;
+};
+std::unique_ptr<Backend> make_cpu_backend(CpuBackendOptions options = {});
 
 struct ExecutorOptions {
   int threads = 1;
+};
+
+// Memory figures of the last run, from the executor's own bookkeeping.
+struct RunStats {
+  int64_t weight_bytes = 0;        // initializers (borrowed from the model, never copied)
+  int64_t peak_live_bytes = 0;     // largest sum of live activation bytes at any step
+  int64_t pool_bytes = 0;          // bytes the pool holds (live + free buffers)
+  int64_t steps = 0;               // nodes run
 };
 
 using NamedTensors = std::vector<std::pair<std::string, ir::Tensor>>;
@@ -103,13 +121,20 @@ using NamedTensors = std::vector<std::pair<std::string, ir::Tensor>>;
 // tensor is freed right after its last consumer; initializers are borrowed, never copied.
 class Executor {
  public:
-  // Fails (listing every one) if the backend cannot run some op of the model.
+  // Fails (listing every one) if the backend cannot run some op of the model. `model` and
+  // `backend` are borrowed and must outlive the executor (initializers are used in place).
   static Expected<std::unique_ptr<Executor>> create(const ir::Model& model, Backend& backend,
                                                     ExecutorOptions options = {});
   virtual ~Executor() = default;
   // Runs on the named graph inputs; returns the graph outputs in graph order (owned tensors).
+  // Inputs are borrowed for the run, never copied. Each observer is asked wanted() the first
+  // time this executor sees it (by address); see forget_observers().
   virtual Expected<NamedTensors> run(const NamedTensors& inputs,
                                      std::span<Observer* const> observers = {}) = 0;
+  // Drops the remembered wanted() answers, e.g. before passing a new observer that may live
+  // at the address of a destroyed one.
+  virtual void forget_observers() = 0;
+  virtual RunStats last_run_stats() const = 0;
 };
 
 // The default-domain op types of `model` that `backend` cannot run, sorted and unique.

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# CPU runtime benchmark against ONNX Runtime (onnxruntime-node, same machine, same run):
+# ResNet-18 and MobileNetV2 at 224x224, batch 1 and 32, 1 and 2 threads; throughput ratios and
+# peak RSS at batch 32 against weights + the largest live activation set from the executor.
+#   bench/run.sh BUILD_DIR [SECONDS_PER_POINT]
+# Needs the test data (make testdata) in BUILD_DIR/testdata or $PTQ_TEST_DATA.
+set -euo pipefail
+declare -A mem
+build="$(cd "${1:?usage: bench/run.sh BUILD_DIR [SECONDS]}" && pwd)"
+secs="${2:-10}"
+here="$(cd "$(dirname "$0")" && pwd)"
+data="${PTQ_TEST_DATA:-$build/testdata}/models"
+bin="$build/bench/runtime_bench"
+[ -x "$bin" ] || { echo "bench: $bin is missing (build the runtime_bench target)" >&2; exit 1; }
+command -v node >/dev/null || { echo "bench: node is missing (scripts/install-deps.sh)" >&2; exit 1; }
+
+# Threads wait without spinning, in both runtimes, unless PTQ_BENCH_SPIN=1: on a shared or
+# oversubscribed machine a spinning OpenMP / ORT worker burns the time slice its partner needs
+# (measured here: ResNet-18 batch 1 on 2 threads, 1.0 img/s spinning vs 5.2 passive).
+export PTQ_BENCH_SPIN="${PTQ_BENCH_SPIN:-0}"
+if [ "$PTQ_BENCH_SPIN" = 0 ]; then export OMP_WAIT_POLICY=passive; fi
+
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
+
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); ${secs}s per point; spinning ${PTQ_BENCH_SPIN}"
+printf '%-13s %5s %7s %12s %12s %7s\n' model batch threads "ptq img/s" "ORT img/s" ratio
+for model in resnet18 mobilenet_v2; do
+  for batch in 1 32; do
+    for threads in 1 2; do
+      ours="$("$bin" "$data/$model.onnx" "$data/$model.samples.npy" "$batch" "$threads" "$secs")"
+      theirs="$(node "$here/../tests/runtime/ort_run.js" --bench "$data/$model.onnx" \
+        "$data/$model.samples.npy" "$batch" "$threads" "$secs")"
+      a="$(echo "$ours" | field images_per_s)"
+      b="$(echo "$theirs" | sed -n 's/images_per_s \([0-9.]*\).*/\1/p')"
+      printf '%-13s %5s %7s %12.2f %12.2f %7.2f\n' "$model" "$batch" "$threads" "$a" "$b" \
+        "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')"
+      if [ "$batch" = 32 ] && [ "$threads" = 1 ]; then
+        mem["$model"]="$ours"
+      fi
+    done
+  done
+done
+echo
+echo "memory at batch 32 (MiB): peak RSS while running vs weights + input + largest live activation set"
+printf '%-13s %9s %9s %9s %11s %9s %9s\n' model weights input "live max" "sum" "pool" "peak RSS"
+for model in resnet18 mobilenet_v2; do
+  line="${mem[$model]}"
+  w="$(echo "$line" | field weight_bytes)"; l="$(echo "$line" | field peak_live_bytes)"
+  i="$(echo "$line" | field input_bytes)"; p="$(echo "$line" | field pool_bytes)"
+  r="$(echo "$line" | field rss_bytes)"
+  printf '%-13s %9s %9s %9s %11s %9s %9s\n' "$model" "$(mib "$w")" "$(mib "$i")" "$(mib "$l")" \
+    "$(mib $((w + i + l)))" "$(mib "$p")" "$(mib "$r")"
+done

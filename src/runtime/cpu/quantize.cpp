@@ -1,0 +1,213 @@
+// QuantizeLinear and DequantizeLinear (opsets 10–21): per-tensor, per-axis and blocked scales;
+// int8/uint8, int16/uint16 (opset 21); round half to even and saturate. Arithmetic is float32
+// in the order ONNX Runtime uses (x / scale, round, + zero point, clamp), so results match it
+// bit for bit. The plain loops here are the reference; there is no other variant.
+#include <cmath>
+#include <limits>
+
+#include "kernel_util.h"
+#include "registry.h"
+
+namespace ptq::runtime::cpu {
+
+namespace {
+
+// How the scale (and zero point) indexes X viewed as [outer, a, inner] around `axis`.
+struct ScaleMap {
+  int64_t outer = 1, a = 1, inner = 1;
+  int64_t block = 0;    // > 0: blocked along axis
+  bool per_tensor = true;
+  int64_t at(int64_t o, int64_t ai, int64_t i) const {
+    if (per_tensor) return 0;
+    if (block == 0) return ai;
+    return (o * ((a + block - 1) / block) + ai / block) * inner + i;
+  }
+};
+
+Expected<ScaleMap> scale_map(const ir::Node& node, const ir::Tensor& x, const ir::Tensor& scale,
+                             const ir::Tensor* zp, int64_t axis_attr, int64_t block) {
+  if (zp != nullptr && zp->shape() != scale.shape()) {
+    return node_error(node, "zero point {} and scale {} must have one shape",
+                      ir::shape_str(zp->shape()), ir::shape_str(scale.shape()));
+  }
+  ScaleMap m;
+  if (block == 0 && scale.size() == 1 && scale.rank() <= 1) return m;
+  PTQ_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(node, axis_attr, x.rank()));
+  m.per_tensor = false;
+  m.block = block;
+  m.outer = dims_product(x.shape(), 0, static_cast<size_t>(axis));
+  m.a = x.dim(axis);
+  m.inner = dims_product(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
+  if (block == 0) {
+    if (scale.rank() != 1 || scale.dim(0) != m.a) {
+      return node_error(node, "per-axis scale {} must be [{}] (axis {} of {})",
+                        ir::shape_str(scale.shape()), m.a, axis, ir::shape_str(x.shape()));
+    }
+    return m;
+  }
+  ir::Shape want = x.shape();
+  want[static_cast<size_t>(axis)] = (m.a + block - 1) / block;
+  if (scale.shape() != want) {
+    return node_error(node, "blocked scale {} must be {} (block_size {} on axis {})",
+                      ir::shape_str(scale.shape()), ir::shape_str(want), block, axis);
+  }
+  return m;
+}
+
+// Values as float32 (scales; float16 / bfloat16 / int32 inputs) ; half types widen exactly.
+std::vector<float> scale_values(const ir::Tensor& s) {
+  std::vector<float> v(static_cast<size_t>(s.size()));
+  for (int64_t i = 0; i < s.size(); ++i) v[i] = static_cast<float>(s.as_double(i));
+  return v;
+}
+
+std::vector<int32_t> zero_points(const ir::Tensor* zp, int64_t n) {
+  std::vector<int32_t> v(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; zp != nullptr && i < n; ++i) v[i] = static_cast<int32_t>(zp->as_int64(i));
+  return v;
+}
+
+// Calls fn(o, ai, i, flat) for every element of X, rows split across threads.
+template <typename F>
+void for_each_element(const ScaleMap& m, int64_t size, int threads, F&& fn) {
+  const int64_t inner = m.per_tensor ? size : m.inner;
+  const int64_t rows = m.per_tensor ? 1 : m.outer * m.a;
+  const int64_t a = m.per_tensor ? 1 : m.a;
+  if (rows == 1) {
+    parallel_for(threads, inner, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) fn(0, 0, i, i);
+    }, 16384);
+    return;
+  }
+  parallel_for(threads, rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      for (int64_t i = 0; i < inner; ++i) fn(r / a, r % a, i, r * inner + i);
+    }
+  });
+}
+
+class QuantizeKernel final : public Kernel {
+ public:
+  explicit QuantizeKernel(const KernelContext& ctx)
+      : node_(ctx.node),
+        axis_(ctx.node.attr_int("axis", 1)),
+        block_(ctx.node.attr_int("block_size", 0)),
+        output_dtype_(ctx.node.attr_int("output_dtype", 0)),
+        threads_(ctx.threads) {}
+
+  Status run(Inputs in, Outputs out, Allocator& alloc) override {
+    PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
+    const ir::Tensor& x = *in[0];
+    const ir::Tensor& scale = *in[1];
+    const ir::Tensor* zp = input_or_null(in, 2);
+    ir::DType to = ir::DType::kUInt8;
+    if (zp != nullptr) {
+      to = zp->dtype();
+    } else if (output_dtype_ != 0) {
+      to = static_cast<ir::DType>(output_dtype_);
+    }
+    if (zp != nullptr && output_dtype_ != 0 && static_cast<int64_t>(to) != output_dtype_) {
+      return node_error(node_, "output_dtype {} differs from the zero point's {}", output_dtype_,
+                        ir::dtype_name(to));
+    }
+    PTQ_ASSIGN_OR_RETURN(ScaleMap m, scale_map(node_, x, scale, zp, axis_, block_));
+    const std::vector<float> s = scale_values(scale);
+    const std::vector<int32_t> z = zero_points(zp, scale.size());
+    out[0] = alloc.allocate(to, x.shape());
+    std::vector<float> widened;  // float16 / bfloat16 / int32 inputs
+    if (x.dtype() != ir::DType::kFloat32) {
+      if (!ir::is_float(x.dtype()) && x.dtype() != ir::DType::kInt32) return unsupported_dtype(node_, x.dtype());
+      widened = scale_values(x);
+    }
+    const float* xf = widened.empty() ? x.data<float>() : widened.data();
+    const bool done = dispatch<int8_t, uint8_t, int16_t, uint16_t>(to, [&](auto tag) {
+      using Q = typename decltype(tag)::type;
+      const float lo = static_cast<float>(std::numeric_limits<Q>::min());
+      const float hi = static_cast<float>(std::numeric_limits<Q>::max());
+      Q* y = out[0].data<Q>();
+      for_each_element(m, x.size(), threads_, [&](int64_t o, int64_t a, int64_t i, int64_t flat) {
+        const int64_t k = m.at(o, a, i);
+        const float v = std::nearbyint(xf[flat] / s[k]) +
+                        static_cast<float>(z[k]);
+        y[flat] = static_cast<Q>(std::min(std::max(v, lo), hi));
+      });
+    });
+    if (!done) {
+      return node_error(node_, "quantizing to {} is not supported (int8, uint8, int16, uint16)",
+                        ir::dtype_name(to));
+    }
+    return Status::ok();
+  }
+
+ private:
+  const ir::Node& node_;
+  int64_t axis_, block_, output_dtype_;
+  int threads_;
+};
+
+class DequantizeKernel final : public Kernel {
+ public:
+  explicit DequantizeKernel(const KernelContext& ctx)
+      : node_(ctx.node),
+        axis_(ctx.node.attr_int("axis", 1)),
+        block_(ctx.node.attr_int("block_size", 0)),
+        threads_(ctx.threads) {}
+
+  Status run(Inputs in, Outputs out, Allocator& alloc) override {
+    PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
+    const ir::Tensor& x = *in[0];
+    const ir::Tensor& scale = *in[1];
+    const ir::Tensor* zp = input_or_null(in, 2);
+    if (zp != nullptr && zp->dtype() != x.dtype()) {
+      return node_error(node_, "zero point type {} differs from x type {}",
+                        ir::dtype_name(zp->dtype()), ir::dtype_name(x.dtype()));
+    }
+    if (scale.dtype() != ir::DType::kFloat32 && scale.dtype() != ir::DType::kFloat16 &&
+        scale.dtype() != ir::DType::kBFloat16) {
+      return node_error(node_, "scale type {} is not supported", ir::dtype_name(scale.dtype()));
+    }
+    PTQ_ASSIGN_OR_RETURN(ScaleMap m, scale_map(node_, x, scale, zp, axis_, block_));
+    const std::vector<float> s = scale_values(scale);
+    const std::vector<int32_t> z = zero_points(zp, scale.size());
+    out[0] = alloc.allocate(scale.dtype(), x.shape());
+    const ir::DType to = scale.dtype();
+    void* yraw = out[0].raw();
+    float* yf = to == ir::DType::kFloat32 ? out[0].data<float>() : nullptr;
+    const bool done = dispatch<int8_t, uint8_t, int16_t, uint16_t, int32_t>(x.dtype(), [&](auto tag) {
+      using Q = typename decltype(tag)::type;
+      const Q* xp = x.data<Q>();
+      for_each_element(m, x.size(), threads_, [&](int64_t o, int64_t a, int64_t i, int64_t flat) {
+        const int64_t k = m.at(o, a, i);
+        const float v = static_cast<float>(static_cast<int32_t>(xp[flat]) - z[k]) * s[k];
+        if (yf != nullptr) {
+          yf[flat] = v;
+        } else if (to == ir::DType::kFloat32) {
+          static_cast<float*>(yraw)[flat] = v;
+        } else if (to == ir::DType::kFloat16) {
+          static_cast<uint16_t*>(yraw)[flat] = ir::float_to_half(v);
+        } else {
+          static_cast<uint16_t*>(yraw)[flat] = ir::float_to_bfloat16(v);
+        }
+      });
+    });
+    return done ? Status::ok() : unsupported_dtype(node_, x.dtype());
+  }
+
+ private:
+  const ir::Node& node_;
+  int64_t axis_, block_;
+  int threads_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Kernel>> make_quantize_linear(const KernelContext& ctx) {
+  if (ctx.node.attr_int("block_size", 0) < 0) return node_error(ctx.node, "block_size must be >= 0");
+  return std::unique_ptr<Kernel>(std::make_unique<QuantizeKernel>(ctx));
+}
+Expected<std::unique_ptr<Kernel>> make_dequantize_linear(const KernelContext& ctx) {
+  if (ctx.node.attr_int("block_size", 0) < 0) return node_error(ctx.node, "block_size must be >= 0");
+  return std::unique_ptr<Kernel>(std::make_unique<DequantizeKernel>(ctx));
+}
+
+}  // namespace ptq::runtime::cpu

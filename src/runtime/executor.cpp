@@ -1,0 +1,290 @@
+// The executor: runs a Plan step by step with pooled buffers, views and observers.
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "plan.h"
+#include "pool_allocator.h"
+#include "ptq/runtime.h"
+
+namespace ptq::runtime {
+
+namespace {
+
+// One value during a run: its tensor and the pool block it lies in (null when it lies in
+// caller memory, an initializer, or owns its bytes).
+struct Slot {
+  ir::Tensor tensor;
+  Block* block = nullptr;
+  bool set = false;
+};
+
+bool contains(const Block* b, const void* p) {
+  const auto* q = static_cast<const std::byte*>(p);
+  return b != nullptr && q >= b->data && q < b->data + b->capacity;
+}
+
+Status check_input(const PlanValue& v, const ir::Tensor& t) {
+  const ir::TypeInfo& type = v.info->type;
+  if (type.dtype != ir::DType::kUndefined && t.dtype() != type.dtype) {
+    return invalid_input("input '{}' has element type {} but the model expects {}", v.name,
+                         ir::dtype_name(t.dtype()), ir::dtype_name(type.dtype));
+  }
+  if (!type.dims) return Status::ok();
+  const auto& dims = *type.dims;
+  bool ok = dims.size() == t.shape().size();
+  for (size_t i = 0; ok && i < dims.size(); ++i) {
+    ok = !dims[i].known() || dims[i].value == t.shape()[i];
+  }
+  if (!ok) {
+    return invalid_input("input '{}' has shape {} but the model expects {}", v.name,
+                         ir::shape_str(t.shape()), ir::dims_str(type.dims));
+  }
+  return Status::ok();
+}
+
+ir::Tensor owned_copy(const ir::Tensor& t) {
+  ir::Tensor out(t.dtype(), t.shape());
+  if (t.nbytes() > 0 && t.raw() != nullptr) std::memcpy(out.raw(), t.raw(), t.nbytes());
+  if (t.dtype() == ir::DType::kString) out.strings() = t.strings();
+  return out;
+}
+
+class PlanExecutor final : public Executor {
+ public:
+  PlanExecutor(const ir::Model& model, Backend& backend, ExecutorOptions options, Plan plan,
+               std::vector<std::unique_ptr<Kernel>> kernels)
+      : model_(model),
+        backend_(backend),
+        options_(options),
+        plan_(std::move(plan)),
+        kernels_(std::move(kernels)) {
+    for (int32_t id : plan_.constants) {
+      weight_bytes_ += static_cast<int64_t>(plan_.values[id].constant->nbytes());
+    }
+  }
+
+  Expected<NamedTensors> run(const NamedTensors& inputs,
+                             std::span<Observer* const> observers) override;
+  void forget_observers() override { wanted_.clear(); }
+  RunStats last_run_stats() const override { return stats_; }
+
+ private:
+  Status bind_inputs(const NamedTensors& inputs);
+  Status run_step(size_t s);
+  void claim_outputs(const PlanStep& step);
+  void release(int32_t id);
+  Status prepare_observers(std::span<Observer* const> observers);
+  Status observe(int32_t id, std::span<Observer* const> observers);
+  void clear();
+
+  const ir::Model& model_;
+  Backend& backend_;
+  ExecutorOptions options_;
+  Plan plan_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // one per step
+  PoolAllocator pool_;
+  std::vector<Slot> slots_;
+  // Per observer (by address): which value ids it wants.
+  std::unordered_map<const Observer*, std::vector<bool>> wanted_;
+  std::vector<bool> any_wanted_;
+  int64_t weight_bytes_ = 0;
+  RunStats stats_;
+};
+
+Status PlanExecutor::bind_inputs(const NamedTensors& inputs) {
+  for (const auto& [name, tensor] : inputs) {
+    const int32_t id = plan_.id(name);
+    if (id < 0 || plan_.values[id].kind != ValueKind::kInput) {
+      std::string known;
+      for (int32_t r : plan_.real_inputs) known += (known.empty() ? "" : ", ") + plan_.values[r].name;
+      return invalid_input("unknown input '{}' (the model's inputs: {})", name, known);
+    }
+    if (slots_[id].set) return invalid_input("input '{}' is given twice", name);
+    PTQ_RETURN_IF_ERROR(check_input(plan_.values[id], tensor));
+    slots_[id].tensor = tensor.view();
+    slots_[id].set = true;
+  }
+  for (int32_t id : plan_.real_inputs) {
+    if (!slots_[id].set) {
+      return invalid_input("missing input '{}' (expected {} {})", plan_.values[id].name,
+                           ir::dtype_name(plan_.values[id].info->type.dtype),
+                           ir::dims_str(plan_.values[id].info->type.dims));
+    }
+  }
+  for (int32_t id : plan_.constants) {
+    slots_[id].tensor = plan_.values[id].constant->view();
+    slots_[id].set = true;
+  }
+  return Status::ok();
+}
+
+Status PlanExecutor::prepare_observers(std::span<Observer* const> observers) {
+  any_wanted_.assign(plan_.values.size(), false);
+  for (Observer* o : observers) {
+    auto it = wanted_.find(o);
+    if (it == wanted_.end()) {
+      std::vector<bool> mask(plan_.values.size(), false);
+      for (const std::string& name : o->wanted(model_.graph)) {
+        const int32_t id = plan_.id(name);
+        if (id < 0) return invalid_input("an observer wants tensor '{}', which the model lacks", name);
+        mask[id] = true;
+      }
+      it = wanted_.emplace(o, std::move(mask)).first;
+    }
+    for (size_t i = 0; i < any_wanted_.size(); ++i) any_wanted_[i] = any_wanted_[i] || it->second[i];
+  }
+  return Status::ok();
+}
+
+Status PlanExecutor::observe(int32_t id, std::span<Observer* const> observers) {
+  if (id < 0 || !any_wanted_[id] || !slots_[id].set || slots_[id].tensor.empty()) return Status::ok();
+  const PlanValue& v = plan_.values[id];
+  const ir::Tensor& t = slots_[id].tensor;
+  std::unique_ptr<TensorStatistics> stats = backend_.statistics(t, options_.threads);
+  const ir::Node* producer =
+      v.producer_step >= 0 ? &model_.graph.nodes[plan_.steps[v.producer_step].node] : nullptr;
+  ObservedTensor shown{v.name, producer, t.shape(), t.dtype(), &t, *stats};
+  for (Observer* o : observers) {
+    if (wanted_[o][id]) PTQ_RETURN_IF_ERROR(o->observe(shown));
+  }
+  return Status::ok();
+}
+
+// Ties each output of a step to the block holding its bytes: a block the kernel just took
+// from the pool, or (a view) the block of one of its inputs. Unclaimed fresh blocks were
+// scratch and go straight back.
+void PlanExecutor::claim_outputs(const PlanStep& step) {
+  std::vector<Block*> fresh = pool_.take_fresh();
+  for (int32_t out : step.outputs) {
+    if (out < 0 || !slots_[out].set || slots_[out].tensor.raw() == nullptr) continue;
+    const void* p = slots_[out].tensor.raw();
+    Block* owner = nullptr;
+    for (Block* b : fresh) {
+      if (contains(b, p)) owner = b;
+    }
+    for (size_t i = 0; owner == nullptr && i < step.inputs.size(); ++i) {
+      if (step.inputs[i] >= 0 && contains(slots_[step.inputs[i]].block, p)) {
+        owner = slots_[step.inputs[i]].block;
+      }
+    }
+    slots_[out].block = owner;
+    if (owner != nullptr) ++owner->refs;
+  }
+  for (Block* b : fresh) {
+    if (b->refs == 0) pool_.release(b);
+  }
+}
+
+void PlanExecutor::release(int32_t id) {
+  Slot& slot = slots_[id];
+  if (slot.block != nullptr && --slot.block->refs == 0) pool_.release(slot.block);
+  slot = Slot{};
+}
+
+Status PlanExecutor::run_step(size_t s) {
+  const PlanStep& step = plan_.steps[s];
+  const ir::Node& node = model_.graph.nodes[step.node];
+  std::vector<const ir::Tensor*> ins(step.inputs.size(), nullptr);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (step.inputs[i] >= 0) ins[i] = &slots_[step.inputs[i]].tensor;
+  }
+  std::vector<ir::Tensor> outs(step.outputs.size());
+  Status st = kernels_[s]->run(ins, outs, pool_);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (step.outputs[i] < 0) continue;
+    Slot& slot = slots_[step.outputs[i]];
+    slot.tensor = std::move(outs[i]);
+    slot.set = !slot.tensor.empty();
+  }
+  claim_outputs(step);
+  if (!st.is_ok()) {
+    if (st.message().starts_with(node.label())) return st;
+    return Status(st.code(), fmt::format("{}: {}", node.label(), st.message()));
+  }
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    const int32_t id = step.outputs[i];
+    if (id >= 0 && !slots_[id].set && (plan_.values[id].graph_output || any_wanted_[id])) {
+      return runtime_error("{}: output '{}' was not produced", node.label(), plan_.values[id].name);
+    }
+  }
+  return Status::ok();
+}
+
+void PlanExecutor::clear() {
+  for (size_t id = 0; id < slots_.size(); ++id) {
+    if (slots_[id].set || slots_[id].block != nullptr) release(static_cast<int32_t>(id));
+  }
+}
+
+Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
+                                         std::span<Observer* const> observers) {
+  slots_.assign(plan_.values.size(), Slot{});
+  pool_.reset_peak();
+  Status st = [&]() -> Status {
+    PTQ_RETURN_IF_ERROR(bind_inputs(inputs));
+    PTQ_RETURN_IF_ERROR(prepare_observers(observers));
+    for (int32_t id : plan_.real_inputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
+    for (int32_t id : plan_.constants) PTQ_RETURN_IF_ERROR(observe(id, observers));
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      PTQ_RETURN_IF_ERROR(run_step(s));
+      for (int32_t id : plan_.steps[s].outputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
+      for (int32_t id : plan_.steps[s].release) release(id);
+    }
+    return Status::ok();
+  }();
+  stats_ = RunStats{weight_bytes_, pool_.peak_bytes(), pool_.pool_bytes(),
+                    static_cast<int64_t>(plan_.steps.size())};
+  if (!st.is_ok()) {
+    clear();
+    return st;
+  }
+  NamedTensors result;
+  result.reserve(plan_.outputs.size());
+  for (int32_t id : plan_.outputs) {
+    result.emplace_back(plan_.values[id].name, owned_copy(slots_[id].tensor));
+  }
+  clear();
+  return result;
+}
+
+}  // namespace
+
+std::vector<std::string> unsupported_ops(const ir::Model& model, const Backend& backend) {
+  std::set<std::string> missing;
+  const int64_t opset = model.opset("");
+  for (const ir::Node& node : model.graph.nodes) {
+    if (!backend.supports(node, opset)) {
+      missing.insert(node.in_default_domain() ? node.op_type : node.domain + "." + node.op_type);
+    }
+  }
+  return {missing.begin(), missing.end()};
+}
+
+Expected<std::unique_ptr<Executor>> Executor::create(const ir::Model& model, Backend& backend,
+                                                     ExecutorOptions options) {
+  const std::vector<std::string> missing = unsupported_ops(model, backend);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& op : missing) list += (list.empty() ? "" : ", ") + op;
+    return invalid_input("the {} backend cannot run these ops of the model: {}", backend.name(), list);
+  }
+  const int64_t opset = model.opset("");
+  if (opset <= 0) return invalid_input("the model imports no default-domain (ai.onnx) opset");
+  PTQ_ASSIGN_OR_RETURN(Plan plan, build_plan(model.graph));
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  kernels.reserve(plan.steps.size());
+  for (const PlanStep& step : plan.steps) {
+    KernelContext ctx{model.graph.nodes[step.node], opset, std::max(options.threads, 1), &model.graph};
+    PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, backend.create_kernel(ctx));
+    kernels.push_back(std::move(k));
+  }
+  options.threads = std::max(options.threads, 1);
+  return std::unique_ptr<Executor>(
+      std::make_unique<PlanExecutor>(model, backend, options, std::move(plan), std::move(kernels)));
+}
+
+}  // namespace ptq::runtime

@@ -1,0 +1,132 @@
+// Helpers for the per-op kernel tests: build a node, run its CPU kernel directly (no executor),
+// and make random tensors with a fixed seed.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "elementwise_util.h"
+#include "ptq/ir.h"
+#include "ptq/runtime.h"
+#include "registry.h"
+
+namespace ptq::test {
+
+// A node under construction: `op("Slice").ints("axes", {0}).build(3)`.
+class NodeBuilder {
+ public:
+  explicit NodeBuilder(std::string op_type) {
+    node_.name = op_type;
+    node_.op_type = std::move(op_type);
+  }
+  NodeBuilder& i(const std::string& name, int64_t v) { return add(name, ir::AttrType::kInt, [&](ir::Attribute& a) { a.i = v; }); }
+  NodeBuilder& f(const std::string& name, float v) { return add(name, ir::AttrType::kFloat, [&](ir::Attribute& a) { a.f = v; }); }
+  NodeBuilder& s(const std::string& name, std::string v) { return add(name, ir::AttrType::kString, [&](ir::Attribute& a) { a.s = v; }); }
+  NodeBuilder& ints(const std::string& name, std::vector<int64_t> v) { return add(name, ir::AttrType::kInts, [&](ir::Attribute& a) { a.ints = v; }); }
+  NodeBuilder& t(const std::string& name, ir::Tensor v) { return add(name, ir::AttrType::kTensor, [&](ir::Attribute& a) { a.t = v; }); }
+  // Inputs named in0..in{n-1} ("" where `present` says omitted), outputs out0..out{m-1}.
+  ir::Node build(size_t inputs, size_t outputs = 1) const {
+    ir::Node n = node_;
+    for (size_t k = 0; k < inputs; ++k) n.inputs.push_back(fmt::format("in{}", k));
+    for (size_t k = 0; k < outputs; ++k) n.outputs.push_back(fmt::format("out{}", k));
+    return n;
+  }
+
+ private:
+  template <typename F>
+  NodeBuilder& add(const std::string& name, ir::AttrType type, F set) {
+    ir::Attribute a;
+    a.name = name;
+    a.type = type;
+    set(a);
+    node_.set_attr(std::move(a));
+    return *this;
+  }
+  ir::Node node_;
+};
+
+inline NodeBuilder op(std::string op_type) { return NodeBuilder(std::move(op_type)); }
+
+// Runs node's kernel on `inputs` (null = omitted) and returns its outputs.
+inline Expected<std::vector<ir::Tensor>> run_op(const ir::Node& node,
+                                                std::vector<const ir::Tensor*> inputs,
+                                                int64_t opset = 17, int threads = 1) {
+  runtime::KernelFactory factory = runtime::cpu::find_factory(node.op_type);
+  if (factory == nullptr) return invalid_input("no kernel for {}", node.op_type);
+  runtime::KernelContext ctx{node, opset, threads, nullptr};
+  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Kernel> kernel, factory(ctx));
+  std::vector<ir::Tensor> outputs(node.outputs.size());
+  runtime::cpu::OwnedAllocator alloc;
+  PTQ_RETURN_IF_ERROR(kernel->run(inputs, outputs, alloc));
+  return outputs;
+}
+
+// Runs and asserts success; returns output 0.
+inline ir::Tensor run1(const ir::Node& node, std::vector<const ir::Tensor*> inputs,
+                       int64_t opset = 17, int threads = 1) {
+  auto r = run_op(node, std::move(inputs), opset, threads);
+  EXPECT_TRUE(r.has_value()) << r.status().message();
+  if (!r.has_value() || r->empty()) return {};
+  return std::move((*r)[0]);
+}
+
+inline ir::Tensor random_float(const ir::Shape& shape, std::mt19937& rng, float lo = -2.0f,
+                               float hi = 2.0f) {
+  ir::Tensor t(ir::DType::kFloat32, shape);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (float& v : t.span<float>()) v = d(rng);
+  return t;
+}
+
+inline ir::Tensor random_int64(const ir::Shape& shape, std::mt19937& rng, int64_t lo, int64_t hi) {
+  ir::Tensor t(ir::DType::kInt64, shape);
+  std::uniform_int_distribution<int64_t> d(lo, hi);
+  for (int64_t& v : t.span<int64_t>()) v = d(rng);
+  return t;
+}
+
+inline ir::Tensor int64s(std::vector<int64_t> v) {
+  return ir::make_tensor<int64_t>({static_cast<int64_t>(v.size())}, std::span<const int64_t>(v));
+}
+
+// Unravels flat index i of `shape` into a multi-index.
+inline std::vector<int64_t> unravel(int64_t i, const ir::Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return idx;
+}
+
+inline int64_t ravel(const std::vector<int64_t>& idx, const ir::Shape& shape) {
+  int64_t off = 0;
+  for (size_t d = 0; d < shape.size(); ++d) off = off * shape[d] + idx[d];
+  return off;
+}
+
+// Element-wise comparison of a float32 result with a float64 reference.
+inline void expect_close(const ir::Tensor& got, const std::vector<double>& want,
+                         const ir::Shape& want_shape, double rtol = 1e-5, double atol = 1e-6) {
+  ASSERT_EQ(got.shape(), want_shape);
+  ASSERT_EQ(static_cast<size_t>(got.size()), want.size());
+  for (int64_t i = 0; i < got.size(); ++i) {
+    const double g = got.as_double(i);
+    const double w = want[static_cast<size_t>(i)];
+    ASSERT_NEAR(g, w, atol + rtol * std::abs(w)) << "at flat index " << i;
+  }
+}
+
+inline bool same_bytes(const ir::Tensor& a, const ir::Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+}  // namespace ptq::test

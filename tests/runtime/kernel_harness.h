@@ -1,0 +1,135 @@
+// Runs one CPU kernel directly (no executor) in its fast or reference form, and compares
+// tensors. Shared by the runtime kernel tests and benchmarks.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "ptq/ir.h"
+#include "ptq/runtime.h"
+
+namespace ptq::runtime::testing {
+
+// Hands out owned tensors filled with NaN bytes, so an element a kernel forgets to write
+// shows up in every comparison.
+class PoisonAllocator final : public Allocator {
+ public:
+  ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) override {
+    ir::Tensor t(dtype, shape);
+    if (t.nbytes() > 0) std::memset(t.raw(), 0xff, t.nbytes());
+    return t;
+  }
+};
+
+inline ir::Attribute attr_int(std::string name, int64_t v) {
+  ir::Attribute a;
+  a.name = std::move(name);
+  a.type = ir::AttrType::kInt;
+  a.i = v;
+  return a;
+}
+inline ir::Attribute attr_float(std::string name, float v) {
+  ir::Attribute a;
+  a.name = std::move(name);
+  a.type = ir::AttrType::kFloat;
+  a.f = v;
+  return a;
+}
+inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.name = std::move(name);
+  a.type = ir::AttrType::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+inline ir::Attribute attr_string(std::string name, std::string v) {
+  ir::Attribute a;
+  a.name = std::move(name);
+  a.type = ir::AttrType::kString;
+  a.s = std::move(v);
+  return a;
+}
+
+// A node with inputs "i0".."i{n-1}" ("" where `present` says omitted) and outputs "o0"...
+inline ir::Node make_node(std::string op, size_t inputs, size_t outputs,
+                          std::vector<ir::Attribute> attrs = {}) {
+  ir::Node n;
+  n.op_type = std::move(op);
+  n.name = "n";
+  // fmt, not "i" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter.
+  for (size_t i = 0; i < inputs; ++i) n.inputs.push_back(fmt::format("i{}", i));
+  for (size_t i = 0; i < outputs; ++i) n.outputs.push_back(fmt::format("o{}", i));
+  n.attributes = std::move(attrs);
+  return n;
+}
+
+// Runs `node` on `inputs` (null = omitted). Fails the test on an error and returns {}.
+inline std::vector<ir::Tensor> run_kernel(const ir::Node& node, int64_t opset,
+                                          const std::vector<const ir::Tensor*>& inputs,
+                                          bool reference, int threads = 1) {
+  auto backend = make_cpu_backend(CpuBackendOptions{reference});
+  KernelContext ctx{node, opset, threads, nullptr, reference};
+  auto kernel = backend->create_kernel(ctx);
+  EXPECT_TRUE(kernel.has_value()) << kernel.status().message();
+  if (!kernel) return {};
+  std::vector<ir::Tensor> outs(node.outputs.size());
+  PoisonAllocator alloc;
+  Status st = (*kernel)->run(inputs, outs, alloc);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  if (!st.is_ok()) return {};
+  return outs;
+}
+
+// The error a kernel reports (creation or run), or "" when it succeeds.
+inline std::string kernel_error(const ir::Node& node, int64_t opset,
+                                const std::vector<const ir::Tensor*>& inputs) {
+  auto backend = make_cpu_backend();
+  KernelContext ctx{node, opset, 1, nullptr, false};
+  auto kernel = backend->create_kernel(ctx);
+  if (!kernel) return kernel.status().message();
+  std::vector<ir::Tensor> outs(node.outputs.size());
+  PoisonAllocator alloc;
+  Status st = (*kernel)->run(inputs, outs, alloc);
+  return st.is_ok() ? "" : st.message();
+}
+
+inline ir::Tensor random_tensor(std::mt19937& rng, ir::Shape shape, float lo = -1.0f,
+                                float hi = 1.0f) {
+  ir::Tensor t(ir::DType::kFloat32, std::move(shape));
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (float& v : t.span<float>()) v = dist(rng);
+  return t;
+}
+
+inline ir::Tensor to_double(const ir::Tensor& t) {
+  ir::Tensor d(ir::DType::kFloat64, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) d.data<double>()[i] = t.as_double(i);
+  return d;
+}
+
+// ||a - b|| / ||b|| over all elements (both read as double); +inf on a shape mismatch or NaN.
+inline double rel_l2(const ir::Tensor& a, const ir::Tensor& b) {
+  if (a.shape() != b.shape()) return INFINITY;
+  double num = 0.0, den = 0.0;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    const double x = a.as_double(i), y = b.as_double(i);
+    if (std::isnan(x) != std::isnan(y)) return INFINITY;
+    if (std::isnan(x)) continue;
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return den == 0.0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+inline bool bit_identical(const ir::Tensor& a, const ir::Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+}  // namespace ptq::runtime::testing
