@@ -1,0 +1,177 @@
+// `ptq calibrate MODEL --data SRC [--method entropy|minmax|percentile|mse] [--percentile P]
+//  [--samples N] [--batch N] [--backend cpu|vulkan] [--threads N] -o CACHE.json
+//  [--trt-cache CACHE.cache] [--trt-version 8.6.1] [--trt-algo NAME] [--all-tensors]
+//  [--ignore-nonfinite] [--seed S --shuffle] [--ranges-only | --ranges RANGES.json]`
+// computes activation ranges and writes the ptqkit JSON cache (and the TensorRT text cache).
+// --ranges-only and --ranges are the two phases of the sharded flow (docs/CACHE_FORMAT.md).
+//
+// The date recorded in the cache is the current time, or SOURCE_DATE_EPOCH when set (the
+// reproducible-builds convention), so runs can be compared byte for byte.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backend_options.h"
+#include "command.h"
+#include "data_options.h"
+#include "progress.h"
+#include "ptq/calib_cache.h"
+#include "ptq/calibration.h"
+#include "ptq/onnx.h"
+
+namespace ptq::apps {
+
+namespace {
+
+struct CalibrateOptions {
+  std::string model;
+  DataOptions data;
+  BackendOptions backend;
+  std::string method = "entropy";
+  double percentile = 99.99;
+  int threads = 0;  // 0: all hardware threads
+  std::string out;
+  std::string trt_cache;
+  std::string trt_version = "8.6.1";
+  std::string trt_algo;
+  bool all_tensors = false;
+  bool ignore_nonfinite = false;
+  bool ranges_only = false;
+  std::string ranges;
+};
+
+// SOURCE_DATE_EPOCH when set to a number, else now.
+Expected<std::string> run_date() {
+  if (const char* env = std::getenv("SOURCE_DATE_EPOCH"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (*end != '\0' || v < 0) return usage_error("SOURCE_DATE_EPOCH '{}' is not a Unix time", env);
+    return calibration::iso8601_utc(v);
+  }
+  return calibration::iso8601_utc(static_cast<int64_t>(std::time(nullptr)));
+}
+
+// Test hook: PTQ_TEST_CALIBRATE_DELAY_MS=N sleeps N ms after each batch and prints a marker
+// line, so a test can kill a run at a known point. Never set outside tests.
+int test_delay_ms() {
+  const char* env = std::getenv("PTQ_TEST_CALIBRATE_DELAY_MS");
+  return env != nullptr ? std::max(0, std::atoi(env)) : -1;
+}
+
+void report_nonfinite(const calib::CalibrationTable& table) {
+  int64_t total = 0;
+  std::vector<std::string> where;
+  for (const auto& [name, r] : table.tensors) {
+    if (r.nonfinite == 0) continue;
+    total += r.nonfinite;
+    where.push_back(fmt::format("{} ({})", name, r.nonfinite));
+  }
+  fmt::print(stderr, "ptq calibrate: --ignore-nonfinite skipped {} non-finite value(s){}{}\n", total,
+             where.empty() ? "" : " in ", fmt::join(where, ", "));
+}
+
+Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
+  calibration::CalibrationOptions co;
+  co.method.name = o.method;
+  co.method.percentile = o.percentile;
+  PTQ_RETURN_IF_ERROR(co.method.validate());
+  if (o.ranges_only && !o.ranges.empty()) {
+    return usage_error("--ranges-only and --ranges are the two phases of a sharded run: give one");
+  }
+  PTQ_ASSIGN_OR_RETURN(calib::TrtVersion trt_version, calib::parse_trt_version(o.trt_version));
+  const calib::TrtWriteOptions trt_options{trt_version, o.trt_algo};
+  if (!o.trt_cache.empty()) {  // refuse a cache header TensorRT would reject before running
+    calib::CalibrationTable probe;
+    probe.method = o.ranges_only ? "minmax" : o.method;
+    PTQ_RETURN_IF_ERROR(calib::trt_cache_string(probe, trt_options).status());
+  }
+  const int threads = o.threads > 0 ? o.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  PTQ_ASSIGN_OR_RETURN(co.date, run_date());
+
+  PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
+  std::optional<calib::CalibrationTable> common;
+  if (!o.ranges.empty()) {
+    calib::Warnings warnings;
+    PTQ_ASSIGN_OR_RETURN(common, calib::read_cache(o.ranges, &warnings));
+    if (!global.quiet) {
+      for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
+    }
+    co.common_ranges = &*common;
+  }
+  PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
+  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+
+  co.all_tensors = o.all_tensors;
+  co.ignore_nonfinite = o.ignore_nonfinite;
+  co.ranges_only = o.ranges_only;
+  co.threads = threads;
+  co.backend = o.backend.backend;
+  ProgressLine line("calibrate", "samples", dataset.size(), global.quiet);
+  const int delay = test_delay_ms();
+  int stage = 0;
+  co.progress = [&](const calibration::Progress& p) -> Status {
+    if (p.pass != stage) {
+      stage = p.pass;
+      line.set_stage(fmt::format("pass {}/{}", p.pass, p.passes), p.samples_total);
+    }
+    line.update(p.samples_done);
+    if (delay >= 0) {
+      fmt::print(stderr, "ptq calibrate: test: pass {} {}/{}\n", p.pass, p.samples_done,
+                 p.samples_total);
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    }
+    return Status::ok();
+  };
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
+                       calibration::calibrate(model, *engine.executor, dataset, co));
+  line.finish();
+  if (o.ignore_nonfinite && !global.quiet) report_nonfinite(table);
+
+  PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.out, {.format = calib::CacheFormat::kJson}));
+  if (!o.trt_cache.empty()) {
+    calib::WriteOptions wo{.format = calib::CacheFormat::kTensorRT};
+    wo.trt = trt_options;
+    PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.trt_cache, wo));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Runner register_calibrate(CLI::App& app, GlobalOptions& global) {
+  auto o = std::make_shared<CalibrateOptions>();
+  app.description("compute activation ranges; write the ptqkit JSON cache (and a TensorRT cache)");
+  app.add_option("model", o->model, "ONNX model (float)")->required();
+  add_data_options(app, o->data, {.default_batch = 16});
+  add_backend_options(app, o->backend);
+  app.add_option("--method", o->method, "entropy, minmax, percentile or mse")
+      ->capture_default_str();
+  app.add_option("--percentile", o->percentile, "percentile of |x| kept by --method percentile")
+      ->capture_default_str();
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("-o,--out", o->out, "the ptqkit JSON cache to write")->required();
+  app.add_option("--trt-cache", o->trt_cache, "also write a TensorRT text calibration cache");
+  app.add_option("--trt-version", o->trt_version, "TensorRT version of the cache header")
+      ->capture_default_str();
+  app.add_option("--trt-algo", o->trt_algo,
+                 "TensorRT cache algorithm name (needed for percentile and mse, e.g. "
+                 "EntropyCalibration2)");
+  app.add_flag("--all-tensors", o->all_tensors,
+               "calibrate every float activation, not only those the planner may quantize");
+  app.add_flag("--ignore-nonfinite", o->ignore_nonfinite,
+               "count and skip NaN/Inf activations instead of failing");
+  app.add_flag("--ranges-only", o->ranges_only,
+               "sharded phase 1: run the range pass only and write a ranges cache");
+  app.add_option("--ranges", o->ranges,
+                 "sharded phase 2: bin histograms over this merged ranges cache (ptq cache merge)");
+  return [o, &global]() { return calibrate_command(*o, global); };
+}
+
+}  // namespace ptq::apps

@@ -1,0 +1,125 @@
+// Helpers of the calibration tests: a temporary folder per test, small models built in code,
+// .npy sample files with fixed seeds, and slices of the bundled example data.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ptq/data.h"
+#include "ptq/ir.h"
+#include "ptq/onnx.h"
+
+namespace ptq::calibration::testing {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  // Named after the running test; pass a name where no test runs (SetUpTestSuite).
+  TempDir() : TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name()) {}
+  explicit TempDir(const std::string& name)
+      : path_(fs::path(::testing::TempDir()) /
+              ("ptq_calibration_" + std::to_string(::getpid()) + "_" + name)) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  std::string operator/(const std::string& n) const { return (path_ / n).string(); }
+
+ private:
+  fs::path path_;
+};
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline ir::Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
+  ir::Node n;
+  n.op_type = std::move(op);
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.name = n.outputs[0] + "_node";
+  return n;
+}
+
+inline ir::Tensor random_tensor(ir::Shape shape, uint64_t seed, double scale = 1.0) {
+  ir::Tensor t(ir::DType::kFloat32, std::move(shape));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, scale);
+  for (float& v : t.span<float>()) v = static_cast<float>(normal(rng));
+  return t;
+}
+
+// A residual block with every intermediate also a graph output (so tests see its values):
+//
+//   x[N,16,4,4] ──► Conv(W[16,16,1,1], B[16]) ──► c ──► Relu ──► r ──► Add(r, x) ──► y
+//        └──────────────────────────────────────────────────────────┘
+//
+// `seed` varies the weights (a second seed gives a model of another graph hash).
+inline ir::Model residual_model(uint64_t seed = 1) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.producer_name = "ptq-calibration-test";
+  m.set_opset("", 13);
+  ir::Graph& g = m.graph;
+  g.name = "residual";
+  const std::vector<ir::Dim> act{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(4), ir::Dim::of(4)};
+  g.inputs.push_back({"x", {ir::DType::kFloat32, act, {}}, {}});
+  for (const char* out : {"c", "r", "y"}) g.outputs.push_back({out, {ir::DType::kFloat32, act, {}}, {}});
+  g.set_initializer("W", random_tensor({16, 16, 1, 1}, seed, 0.3));
+  g.set_initializer("B", random_tensor({16}, seed + 100, 0.1));
+  g.nodes.push_back(make_node("Conv", {"x", "W", "B"}, {"c"}));
+  g.nodes.push_back(make_node("Relu", {"c"}, {"r"}));
+  g.nodes.push_back(make_node("Add", {"r", "x"}, {"y"}));
+  return m;
+}
+
+// Saves `m` and loads it back (so shape inference fills the value types, as for any file).
+inline ir::Model save_and_load(const ir::Model& m, const std::string& path) {
+  EXPECT_TRUE(onnx::save_model(m, path).is_ok());
+  auto loaded = onnx::load_model(path);
+  EXPECT_TRUE(loaded.has_value()) << loaded.status().message();
+  return std::move(*loaded);
+}
+
+// `n` samples [n,16,4,4] of a Gaussian with a few outliers, as a .npy file.
+inline ir::Tensor residual_samples(int64_t n, uint64_t seed) {
+  ir::Tensor t = random_tensor({n, 16, 4, 4}, seed);
+  std::mt19937_64 rng(seed + 7);
+  float* p = t.data<float>();
+  for (int k = 0; k < 5; ++k) p[rng() % static_cast<uint64_t>(t.size())] *= 12.0f;
+  return t;
+}
+
+// Rows [first, first + count) of a tensor (any dtype), as a new tensor.
+inline ir::Tensor rows(const ir::Tensor& t, int64_t first, int64_t count) {
+  ir::Shape shape = t.shape();
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(shape[0]);
+  shape[0] = count;
+  ir::Tensor out(t.dtype(), shape);
+  std::memcpy(out.raw(), static_cast<const char*>(t.raw()) + static_cast<size_t>(first) * row_bytes,
+              static_cast<size_t>(count) * row_bytes);
+  return out;
+}
+
+inline std::string example_model() { return std::string(PTQ_SOURCE_DIR) + "/examples/fashion_cnn.onnx"; }
+inline std::string example_data() { return std::string(PTQ_SOURCE_DIR) + "/examples/data/calib.npy"; }
+
+}  // namespace ptq::calibration::testing
