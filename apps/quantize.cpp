@@ -1,0 +1,410 @@
+// `ptq quantize MODEL (--data SRC [calibrate's options] | --cache CACHE) -o OUT.onnx
+//  [--target tensorrt|ort] [--exclude NODE,…] [--exclude-op-types T,…] [--per-tensor-weights]
+//  [--weights-float] [--activation-type int8|uint8] [--cache-out CACHE.json]
+//  [--trt-cache CACHE.cache] [--force] [--requantize] [--external-data]`
+// writes the Q/DQ model. With --data it calibrates first (the calibration driver, as `ptq
+// calibrate`) and writes the cache beside the output; with --cache it reuses a cache of any
+// format (ptqkit JSON, TensorRT text, ONNX Runtime) and needs no data.
+//
+// Order of work: a model already holding Q/DQ is refused unless --requantize (which strips it);
+// a model below opset 13 whose ops changed meaning on the way is converted with libonnx's
+// version converter (ptq::onnx::convert_opset) before anything else, so calibration measures
+// the tensors the planner will see; the cache is checked against the model as given, as
+// stripped and as converted (any of them is the same model); the written model passes the full
+// ONNX check before it is saved.
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend_options.h"
+#include "command.h"
+#include "data_options.h"
+#include "progress.h"
+#include "ptq/calib_cache.h"
+#include "ptq/calibration.h"
+#include "ptq/metrics.h"
+#include "ptq/onnx.h"
+#include "ptq/planner.h"
+
+namespace ptq::apps {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct QuantizeOptions {
+  std::string model;
+  std::string out;
+  DataOptions data;
+  BackendOptions backend;
+  std::string method = "entropy";
+  double percentile = 99.99;
+  int threads = 0;
+  bool ignore_nonfinite = false;
+  std::string cache;
+  std::string cache_out;
+  std::string trt_cache;
+  std::string trt_version = "8.6.1";
+  std::string trt_algo;
+  std::string target = "tensorrt";
+  std::vector<std::string> exclude;
+  std::vector<std::string> exclude_op_types;
+  bool per_tensor_weights = false;
+  bool weights_float = false;
+  std::string activation_type = "int8";
+  int64_t min_conv_channels = 16;
+  bool quantize_matrix_vector = false;
+  bool no_fold_batchnorm = false;
+  bool force = false;
+  bool requantize = false;
+  bool external_data = false;
+};
+
+// OUT.onnx -> OUT.calib.json beside it.
+fs::path default_cache_out(const fs::path& out) {
+  fs::path p = out;
+  if (p.extension() == ".onnx") p.replace_extension();
+  return p.string() + ".calib.json";
+}
+
+// SOURCE_DATE_EPOCH when set (reproducible runs), else now: the date the cache records.
+Expected<std::string> run_date() {
+  if (const char* env = std::getenv("SOURCE_DATE_EPOCH"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (*end != '\0' || v < 0) return usage_error("SOURCE_DATE_EPOCH '{}' is not a Unix time", env);
+    return calibration::iso8601_utc(v);
+  }
+  return calibration::iso8601_utc(static_cast<int64_t>(std::time(nullptr)));
+}
+
+void warn(const GlobalOptions& global, const std::string& message) {
+  if (!global.quiet) fmt::print(stderr, "ptq: warning: {}\n", message);
+}
+
+Expected<planner::PlanOptions> plan_options(const QuantizeOptions& o) {
+  planner::PlanOptions p;
+  PTQ_ASSIGN_OR_RETURN(p.target, planner::parse_target(o.target));
+  PTQ_ASSIGN_OR_RETURN(p.activation_type, planner::parse_activation_type(o.activation_type));
+  p.exclude_nodes = o.exclude;
+  p.exclude_op_types = o.exclude_op_types;
+  p.per_tensor_weights = o.per_tensor_weights;
+  p.weights_float = o.weights_float;
+  p.min_conv_channels = o.min_conv_channels;
+  p.quantize_matrix_vector = o.quantize_matrix_vector;
+  p.fold_batchnorm = !o.no_fold_batchnorm;
+  p.ptqkit_version = std::string(calibration::ptqkit_version());
+  PTQ_RETURN_IF_ERROR(p.validate());
+  return p;
+}
+
+int64_t count_op(const ir::Model& model, std::string_view op) {
+  return std::count_if(model.graph.nodes.begin(), model.graph.nodes.end(),
+                       [&](const ir::Node& n) { return n.op_type == op; });
+}
+
+int64_t weight_bytes(const ir::Model& model) {
+  int64_t total = 0;
+  for (const ir::Initializer& i : model.graph.initializers()) total += static_cast<int64_t>(i.tensor.nbytes());
+  return total;
+}
+
+std::string size_str(int64_t bytes) {
+  if (bytes < 10 * 1024) return fmt::format("{} B", bytes);
+  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024.0);
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+int64_t file_bytes(const fs::path& p) {
+  std::error_code ec;
+  const auto n = fs::file_size(p, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
+
+// Every value name of the graph (inputs, initializers, node outputs).
+std::set<std::string> value_names(const ir::Graph& g) {
+  std::set<std::string> names;
+  for (const ir::ValueInfo& v : g.inputs) names.insert(v.name);
+  for (const ir::Initializer& i : g.initializers()) names.insert(i.name);
+  for (const ir::Node& n : g.nodes) names.insert(n.outputs.begin(), n.outputs.end());
+  return names;
+}
+
+// What a cache may match: the graph hash of every form of the model (as given, stripped,
+// converted), and for a model ptqkit quantized, the hash of the cache it was quantized with
+// (its ptqkit.cache_hash metadata), so --requantize accepts that cache although stripping
+// cannot give back the float weights the cache's graph hash was taken of.
+struct Identities {
+  std::vector<std::string> graph_hashes;
+  std::string cache_hash;
+};
+
+// The model as the planner must see it: Q/DQ stripped (--requantize), opset converted when a
+// plain version raise is not enough.
+Status prepare_model(ir::Model& model, const QuantizeOptions& o, Identities& ids,
+                     const GlobalOptions& global) {
+  std::vector<std::string>& hashes = ids.graph_hashes;
+  hashes.push_back(onnx::graph_hash(model));
+  if (const std::string* h = model.metadata("ptqkit.cache_hash")) ids.cache_hash = *h;
+  if (planner::has_quantization(model)) {
+    if (!o.requantize) {
+      return invalid_input("{} is already quantized ({} QuantizeLinear, {} DequantizeLinear); "
+                           "--requantize strips its Q/DQ and quantizes it again",
+                           o.model, count_op(model, "QuantizeLinear"),
+                           count_op(model, "DequantizeLinear"));
+    }
+    PTQ_ASSIGN_OR_RETURN(int64_t removed, planner::strip_qdq(model));
+    warn(global, fmt::format("--requantize: removed {} quantization node(s) from {}", removed, o.model));
+    hashes.push_back(onnx::graph_hash(model));
+  }
+  const int64_t opset = model.opset();
+  if (opset < 13 && !planner::check_opset_upgradable(model).is_ok()) {
+    PTQ_RETURN_IF_ERROR(onnx::convert_opset(model, 13));
+    warn(global, fmt::format("converted {} from opset {} to 13 (libonnx version converter)", o.model, opset));
+    hashes.push_back(onnx::graph_hash(model));
+  }
+  return Status::ok();
+}
+
+Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const QuantizeOptions& o,
+                                                const planner::PlanOptions& plan, int threads,
+                                                const GlobalOptions& global) {
+  calibration::CalibrationOptions co;
+  co.method.name = o.method;
+  co.method.percentile = o.percentile;
+  PTQ_RETURN_IF_ERROR(co.method.validate());
+  PTQ_ASSIGN_OR_RETURN(co.date, run_date());
+  co.plan = plan;
+  co.ignore_nonfinite = o.ignore_nonfinite;
+  co.threads = threads;
+  co.backend = o.backend.backend;
+  PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
+  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+  ProgressLine line("quantize", "samples", dataset.size(), global.quiet);
+  int stage = 0;
+  co.progress = [&](const calibration::Progress& p) -> Status {
+    if (p.pass != stage) {
+      stage = p.pass;
+      line.set_stage(fmt::format("calibration pass {}/{}", p.pass, p.passes), p.samples_total);
+    }
+    line.update(p.samples_done);
+    return Status::ok();
+  };
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
+                       calibration::calibrate(model, *engine.executor, dataset, co));
+  line.finish();
+  return table;
+}
+
+// Reads --cache and checks it against the model (any of its forms' hashes).
+Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model, const QuantizeOptions& o,
+                                                     const planner::PlanOptions& plan,
+                                                     const Identities& ids,
+                                                     const GlobalOptions& global) {
+  calib::Warnings warnings;
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table, calib::read_cache(o.cache, &warnings));
+  for (const std::string& w : warnings) warn(global, w);
+  const std::vector<std::string>& hashes = ids.graph_hashes;
+  const std::string& recorded = table.model.graph_sha256;
+  const bool same = std::find(hashes.begin(), hashes.end(), recorded) != hashes.end() ||
+                    (!ids.cache_hash.empty() &&
+                     ids.cache_hash == onnx::sha256_hex(calib::json_cache_string(table)));
+  if (!same) {
+    PTQ_RETURN_IF_ERROR(calib::require_same_model(table, hashes.front(), o.cache, o.force));
+    if (!recorded.empty()) warn(global, fmt::format("--force: using {}, calibrated for another graph", o.cache));
+  }
+  PTQ_ASSIGN_OR_RETURN(std::vector<std::string> expected, planner::quantizable_activations(model, plan));
+  calib::ModelCheck check = calib::check_model(table, hashes.back(), expected);
+  check.hash_matches = true;  // settled above
+  // Entries for tensors the model has but this plan does not quantize (an --exclude, say) are
+  // expected; only names the model does not have at all are reported.
+  const std::set<std::string> values = value_names(model.graph);
+  std::erase_if(check.extra, [&](const std::string& t) { return values.count(t) != 0; });
+  for (const std::string& w : calib::describe(check)) warn(global, fmt::format("{}: {}", o.cache, w));
+  return table;
+}
+
+Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions& o,
+                    const GlobalOptions& global) {
+  std::optional<fs::path> json_out;
+  if (!o.cache_out.empty()) {
+    json_out = o.cache_out;
+  } else if (o.cache.empty()) {
+    json_out = default_cache_out(o.out);
+  }
+  if (json_out) {
+    PTQ_RETURN_IF_ERROR(calib::write_cache(table, *json_out, {.format = calib::CacheFormat::kJson}));
+    if (!global.quiet) fmt::print("calibration cache: {}\n", json_out->string());
+  }
+  if (!o.trt_cache.empty()) {
+    PTQ_ASSIGN_OR_RETURN(calib::TrtVersion version, calib::parse_trt_version(o.trt_version));
+    calib::WriteOptions wo{.format = calib::CacheFormat::kTensorRT};
+    wo.trt = {version, o.trt_algo};
+    PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.trt_cache, wo));
+    if (!global.quiet) fmt::print("TensorRT cache: {}\n", o.trt_cache);
+  }
+  return Status::ok();
+}
+
+// ": a, b, c" for a list, the first `limit` names and "… (N more)" beyond.
+std::string list_head(const std::vector<std::string>& names, size_t limit = 12) {
+  if (names.empty()) return "";
+  const size_t shown = std::min(limit, names.size());
+  std::string s = fmt::format(": {}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+  if (shown < names.size()) s += fmt::format(", … ({} more)", names.size() - shown);
+  return s;
+}
+
+// A calibrated range that clips more than this fraction of a tensor's values is reported.
+// Well-calibrated activations clip under 0.1 %; a spike (specs/quantization.md, "Known snags")
+// makes entropy calibration clip several percent (the example's stem output: ~10 %).
+constexpr double kClipWarning = 0.01;
+
+// One warning per activation QuantizeLinear whose range clips over kClipWarning of the
+// calibration values, naming the quantized nodes that read it.
+std::vector<std::string> clipping_warnings(const ir::Model& q, const calib::CalibrationTable& table) {
+  std::vector<std::string> out;
+  const ir::GraphIndex index(q.graph);
+  for (const ir::Node& n : q.graph.nodes) {
+    if (n.op_type != "QuantizeLinear" || n.inputs.size() < 2) continue;
+    const calib::TensorRange* r = table.find(n.inputs[0]);
+    const ir::Tensor* scale = q.graph.initializer(n.inputs[1]);
+    if (r == nullptr || scale == nullptr || scale->size() != 1) continue;
+    const ir::Tensor* zp = n.inputs.size() > 2 ? q.graph.initializer(n.inputs[2]) : nullptr;
+    if (zp != nullptr && zp->as_int64(0) != 0) continue;  // asymmetric: not a |x| range
+    const double amax = scale->as_double(0) * 127.0;
+    const std::optional<double> clipped = metrics::clipped_fraction(*r, amax);
+    if (!clipped || *clipped <= kClipWarning) continue;
+    std::vector<std::string> readers;
+    for (size_t dq : index.consumers(n.outputs[0])) {
+      for (size_t c : index.consumers(q.graph.nodes[dq].outputs[0])) readers.push_back(q.graph.nodes[c].name);
+    }
+    out.push_back(fmt::format(
+        "the range of '{}' (amax {:.4g}, max |x| {:.4g}, {} calibration) clips {:.1f}% of its "
+        "values, so a spike in the data (e.g. a constant background) decided it; {} read it "
+        "quantized and may lose accuracy (--exclude them, or use --method percentile or minmax)",
+        n.inputs[0], amax, r->hist_max, table.method, 100.0 * *clipped, fmt::join(readers, ", ")));
+  }
+  return out;
+}
+
+void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
+                   int64_t before_weights, const ir::Model& after, const std::string& method) {
+  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, o.target, method);
+  fmt::print("  Q/DQ nodes:        {} QuantizeLinear, {} DequantizeLinear\n", r.quantize_nodes,
+             r.dequantize_nodes);
+  fmt::print("  quantized layers:  {}{}\n", r.quantized_nodes.size(), list_head(r.quantized_nodes));
+  if (r.folded_batchnorms > 0) fmt::print("  folded BatchNorms: {}\n", r.folded_batchnorms);
+  fmt::print("  float tensors:     {}{}\n", r.float_tensors.size(),
+             r.float_tensors.empty() ? "" : " (no calibrated range)" + list_head(r.float_tensors, 1000));
+  const int64_t in_file = file_bytes(o.model);
+  int64_t out_file = file_bytes(o.out);
+  if (o.external_data) out_file += file_bytes(fs::path(o.out).string() + ".data");
+  fmt::print("  size:              {} -> {} (weights {} -> {})\n", size_str(in_file),
+             size_str(out_file), size_str(before_weights), size_str(weight_bytes(after)));
+}
+
+Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
+  const bool have_data = !o.data.data.empty();
+  if (have_data == !o.cache.empty()) {
+    return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
+  }
+  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan, plan_options(o));
+  const int threads = o.threads > 0 ? o.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
+  const int64_t before_weights = weight_bytes(model);
+  Identities ids;
+  PTQ_RETURN_IF_ERROR(prepare_model(model, o, ids, global));
+
+  calib::CalibrationTable table;
+  if (have_data) {
+    PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global));
+  } else {
+    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, ids, global));
+  }
+  PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
+
+  plan.method = table.method;
+  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
+  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
+  for (const std::string& w : result.warnings) warn(global, w);
+  for (const std::string& w : clipping_warnings(model, table)) warn(global, w);
+  if (Status s = onnx::check_model(model); !s.is_ok()) {
+    return runtime_error("the quantized model fails the ONNX check (a ptqkit bug): {}", s.message());
+  }
+  onnx::SaveOptions so;
+  so.external_data = o.external_data;
+  PTQ_RETURN_IF_ERROR(onnx::save_model(model, o.out, so));
+  if (!global.quiet) print_summary(o, result, before_weights, model, table.method);
+  return Status::ok();
+}
+
+}  // namespace
+
+Runner register_quantize(CLI::App& app, GlobalOptions& global) {
+  auto o = std::make_shared<QuantizeOptions>();
+  app.description(
+      "write the Q/DQ (INT8) model; with --data calibrate first (and write the cache beside the "
+      "output as OUT.calib.json unless --cache-out), with --cache reuse a calibration cache");
+  app.add_option("model", o->model, "ONNX model (float)")->required();
+  app.add_option("-o,--out", o->out, "the quantized model to write (.onnx)")->required();
+  add_data_options(app, o->data, {.required = false, .default_batch = 16});
+  add_backend_options(app, o->backend);
+  app.add_option("--method", o->method, "calibration method with --data: entropy, minmax, percentile or mse")
+      ->capture_default_str();
+  app.add_option("--percentile", o->percentile, "percentile of |x| kept by --method percentile")
+      ->capture_default_str();
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--ignore-nonfinite", o->ignore_nonfinite,
+               "calibration: count and skip NaN/Inf activations instead of failing");
+  app.add_option("--cache", o->cache,
+                 "reuse this calibration cache (ptqkit JSON, TensorRT or ONNX Runtime format) "
+                 "instead of calibrating");
+  app.add_option("--cache-out", o->cache_out,
+                 "write the ptqkit JSON cache here (default with --data: OUT.calib.json beside "
+                 "the output; with --cache: none)");
+  app.add_option("--trt-cache", o->trt_cache, "also write a TensorRT text calibration cache");
+  app.add_option("--trt-version", o->trt_version, "TensorRT version of that cache's header")
+      ->capture_default_str();
+  app.add_option("--trt-algo", o->trt_algo, "TensorRT cache algorithm name (for percentile, mse)");
+  app.add_option("--target", o->target, "who runs the model: tensorrt or ort")->capture_default_str();
+  app.add_option("--exclude", o->exclude,
+                 "nodes left float: names or regexes matched against whole names (comma-separated, "
+                 "repeatable)")
+      ->delimiter(',');
+  app.add_option("--exclude-op-types", o->exclude_op_types, "op types left float (e.g. MatMul,Gemm)")
+      ->delimiter(',');
+  app.add_flag("--per-tensor-weights", o->per_tensor_weights,
+               "one scale per weight tensor instead of one per output channel");
+  app.add_flag("--weights-float", o->weights_float,
+               "tensorrt: keep float weights and put Q+DQ after them instead of int8 + DQ");
+  app.add_option("--activation-type", o->activation_type,
+                 "int8 (symmetric) or uint8 (asymmetric, --target ort only)")
+      ->capture_default_str();
+  app.add_option("--min-conv-channels", o->min_conv_channels,
+                 "convs with fewer input channels stay float (0: quantize every conv)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--quantize-matrix-vector", o->quantize_matrix_vector,
+               "also quantize MatMuls with M or N = 1");
+  app.add_flag("--no-fold-batchnorm", o->no_fold_batchnorm,
+               "keep BatchNormalization after quantized convs instead of folding it");
+  app.add_flag("--force", o->force, "use a cache calibrated for another graph");
+  app.add_flag("--requantize", o->requantize, "strip the Q/DQ of an already quantized model first");
+  app.add_flag("--external-data", o->external_data,
+               "store large initializers in OUT.onnx.data beside the model");
+  return [o, &global]() { return quantize_command(*o, global); };
+}
+
+}  // namespace ptq::apps
