@@ -1,0 +1,110 @@
+#include "backend_options.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#ifdef PTQ_HAVE_VULKAN
+#include "ptq/vulkan.h"
+#endif
+
+namespace ptq::apps {
+
+void add_backend_options(CLI::App& app, BackendOptions& options) {
+  app.add_option("--backend", options.backend, "cpu or vulkan")->check(CLI::IsMember({"cpu", "vulkan"}));
+  app.add_option("--device", options.device, "Vulkan device index (see ptq info --devices)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--strict", options.strict, "Vulkan: fail instead of running an op on the CPU");
+}
+
+bool vulkan_available() {
+#ifdef PTQ_HAVE_VULKAN
+  return true;
+#else
+  return false;
+#endif
+}
+
+Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& options, int threads,
+                             bool quiet) {
+  Engine e;
+  if (options.backend == "cpu") {
+    if (options.strict || options.device != 0) {
+      return usage_error("--device and --strict apply to --backend vulkan");
+    }
+    e.backend = runtime::make_cpu_backend();
+    runtime::ExecutorOptions eo;
+    eo.threads = threads;
+    PTQ_ASSIGN_OR_RETURN(e.executor, runtime::Executor::create(model, *e.backend, eo));
+    return e;
+  }
+  if (options.backend != "vulkan") return usage_error("unknown backend '{}' (cpu or vulkan)", options.backend);
+#ifdef PTQ_HAVE_VULKAN
+  vulkan::VulkanOptions vo;
+  vo.device = options.device;
+  vo.strict = options.strict;
+  vo.threads = threads;
+  if (!quiet) {
+    vo.on_fallback = [](const std::vector<std::string>& nodes) {
+      fmt::print(stderr, "ptq: note: vulkan: {} node(s) run on the CPU: {}\n", nodes.size(),
+                 fmt::join(nodes, "; "));
+    };
+  }
+  PTQ_ASSIGN_OR_RETURN(e.executor, vulkan::make_vulkan_executor(model, vo));
+  return e;
+#else
+  (void)quiet;
+  return usage_error("--backend vulkan: this build has no Vulkan backend");
+#endif
+}
+
+Status print_vulkan_devices(bool json) {
+#ifdef PTQ_HAVE_VULKAN
+  PTQ_ASSIGN_OR_RETURN(std::vector<vulkan::DeviceInfo> devices, vulkan::list_vulkan_devices());
+  if (json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const vulkan::DeviceInfo& d : devices) {
+      j.push_back({{"index", d.index},
+                   {"name", d.name},
+                   {"type", d.type},
+                   {"api_version", d.api_version},
+                   {"driver", d.driver},
+                   {"vendor_id", d.vendor_id},
+                   {"device_id", d.device_id},
+                   {"device_local_bytes", d.device_local_bytes},
+                   {"subgroup_size", d.subgroup_size},
+                   {"max_shared_memory", d.max_shared_memory},
+                   {"max_storage_buffer_range", d.max_storage_buffer_range},
+                   {"shader_float64", d.float64},
+                   {"shader_int64", d.int64},
+                   {"exact_histograms", d.int64},
+                   {"cooperative_matrix", d.cooperative_matrix},
+                   {"usable", d.usable}});
+    }
+    fmt::print("{}\n", j.dump(2));
+    return Status::ok();
+  }
+  if (devices.empty()) fmt::print("vulkan devices: none\n");
+  auto yes = [](bool b) { return b ? "yes" : "no"; };
+  for (const vulkan::DeviceInfo& d : devices) {
+    fmt::print("device {}: {} ({}, Vulkan {}){}\n", d.index, d.name, d.type, d.api_version,
+               d.usable ? "" : " [not usable: needs Vulkan 1.2 and a compute queue]");
+    if (!d.driver.empty()) fmt::print("  driver:            {}\n", d.driver);
+    fmt::print("  device memory:     {:.1f} GiB\n", static_cast<double>(d.device_local_bytes) / 1073741824.0);
+    fmt::print("  subgroup size:     {}\n", d.subgroup_size);
+    fmt::print("  shared memory:     {} KiB per workgroup\n", d.max_shared_memory / 1024);
+    fmt::print("  storage range:     {} MiB per tensor\n", d.max_storage_buffer_range >> 20);
+    fmt::print("  shaderInt64:       {} ({} histogram bins)\n", yes(d.int64), d.int64 ? "exact" : "float32");
+    fmt::print("  shaderFloat64:     {}\n", yes(d.float64));
+    fmt::print("  cooperative matrix: {} (not used yet)\n", yes(d.cooperative_matrix));
+  }
+  return Status::ok();
+#else
+  (void)json;
+  return runtime_error("this build has no Vulkan backend (configure with -DPTQ_VULKAN=ON, "
+                       "libvulkan-dev and glslc installed)");
+#endif
+}
+
+}  // namespace ptq::apps

@@ -1,0 +1,45 @@
+// The options every model-running subcommand shares to pick where the model runs:
+// --backend cpu|vulkan, --device N (Vulkan device index, see `ptq info --devices`), --strict
+// (Vulkan: refuse to run any op on the CPU). Builds the Executor those options describe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "ptq/ir.h"
+#include "ptq/runtime.h"
+#include "ptq/status.h"
+
+namespace ptq::apps {
+
+struct BackendOptions {
+  std::string backend = "cpu";
+  int device = 0;
+  bool strict = false;
+};
+
+// Adds --backend, --device and --strict to `app`.
+void add_backend_options(CLI::App& app, BackendOptions& options);
+
+// An executor and what it borrows (the CPU backend; the Vulkan executor owns its own state).
+struct Engine {
+  std::unique_ptr<runtime::Backend> backend;
+  std::unique_ptr<runtime::Executor> executor;
+};
+
+// The executor for `model` on the chosen backend with `threads` CPU threads. With Vulkan, ops
+// that run on the CPU instead are listed once per input shape on stderr unless `quiet`
+// (refused with --strict). A usage error when this build has no Vulkan backend.
+Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& options, int threads,
+                             bool quiet);
+
+// True when this build includes the Vulkan backend.
+bool vulkan_available();
+
+// `ptq info --devices [--json]`: the Vulkan devices and the features the kernels use. A
+// runtime error when the build has no Vulkan backend or no loader/driver is found.
+Status print_vulkan_devices(bool json);
+
+}  // namespace ptq::apps

@@ -1,0 +1,89 @@
+#include "buffer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace ptq::vulkan {
+
+Expected<Buffer> Buffer::create(Context& ctx, size_t bytes, Kind kind) {
+  Buffer b;
+  b.device_ = ctx.device();
+  b.size_ = (std::max<size_t>(bytes, 16) + 255) / 256 * 256;
+  VkBufferCreateInfo bci{};
+  bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  bci.size = b.size_;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  PTQ_VK(vkCreateBuffer(b.device_, &bci, nullptr, &b.buffer_));
+  VkMemoryRequirements req{};
+  vkGetBufferMemoryRequirements(b.device_, b.buffer_, &req);
+  const VkMemoryPropertyFlags required =
+      kind == Kind::kStaging
+          ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
+          : VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  // Staging read back by the host is faster from cached memory when the device offers it.
+  const VkMemoryPropertyFlags preferred =
+      kind == Kind::kStaging ? required | VK_MEMORY_PROPERTY_HOST_CACHED_BIT : required;
+  PTQ_ASSIGN_OR_RETURN(uint32_t type, ctx.memory_type(req.memoryTypeBits, required, preferred));
+  VkMemoryAllocateInfo mai{};
+  mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = type;
+  const VkResult r = vkAllocateMemory(b.device_, &mai, nullptr, &b.memory_);
+  if (r != VK_SUCCESS) {
+    return runtime_error("vulkan: cannot allocate {} bytes of {} memory ({})", req.size,
+                         kind == Kind::kStaging ? "staging" : "device",
+                         vk_status(r, "vkAllocateMemory").message());
+  }
+  PTQ_VK(vkBindBufferMemory(b.device_, b.buffer_, b.memory_, 0));
+  if (kind == Kind::kStaging) PTQ_VK(vkMapMemory(b.device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_));
+  return b;
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    reset();
+    device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+    buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
+    memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, nullptr);
+  }
+  return *this;
+}
+
+void Buffer::reset() {
+  if (device_ == VK_NULL_HANDLE) return;
+  if (mapped_ != nullptr) vkUnmapMemory(device_, memory_);
+  if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(device_, buffer_, nullptr);
+  if (memory_ != VK_NULL_HANDLE) vkFreeMemory(device_, memory_, nullptr);
+  device_ = VK_NULL_HANDLE;
+  buffer_ = VK_NULL_HANDLE;
+  memory_ = VK_NULL_HANDLE;
+  mapped_ = nullptr;
+  size_ = 0;
+}
+
+Expected<Buffer> upload_buffer(Context& ctx, const void* data, size_t bytes) {
+  PTQ_ASSIGN_OR_RETURN(Buffer staging, Buffer::create(ctx, bytes, Buffer::Kind::kStaging));
+  if (bytes > 0) std::memcpy(staging.mapped(), data, bytes);
+  PTQ_ASSIGN_OR_RETURN(Buffer device, Buffer::create(ctx, bytes, Buffer::Kind::kDevice));
+  PTQ_ASSIGN_OR_RETURN(VkCommandBuffer cmd, ctx.allocate_command_buffer());
+  VkCommandBufferBeginInfo bi{};
+  bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  Status st = vk_status(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+  if (st.is_ok()) {
+    VkBufferCopy region{0, 0, staging.size()};
+    vkCmdCopyBuffer(cmd, staging.handle(), device.handle(), 1, &region);
+    st = vk_status(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  }
+  if (st.is_ok()) st = ctx.submit_and_wait(cmd);
+  ctx.free_command_buffer(cmd);
+  PTQ_RETURN_IF_ERROR(st);
+  return device;
+}
+
+}  // namespace ptq::vulkan

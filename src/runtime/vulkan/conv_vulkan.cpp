@@ -1,0 +1,318 @@
+// Conv and ConvTranspose on Vulkan. Conv picks one of three kernels at build time:
+//   1x1, stride 1, no padding, one group -> the plain GEMM (weights x each image's [IC, HW]);
+//   enough work per group                 -> implicit GEMM (gemm.comp with CONV);
+//   few channels per group (depthwise)    -> direct convolution (conv_direct.comp).
+#include <algorithm>
+#include <array>
+
+#include "gemm_vulkan.h"
+#include "op.h"
+
+namespace ptq::vulkan {
+
+namespace {
+
+constexpr uint32_t kLocal = 256;
+
+// The geometry of a 2-D convolution (1-D ones are 2-D with H = KH = 1).
+struct ConvGeometry {
+  int64_t n = 0, ic = 0, h = 0, w = 0, oc = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, ph_end = 0, pw_end = 0;
+  int64_t groups = 1;
+};
+
+// Pads at the start and end of each spatial dim (index 0: H, 1: W; a 1-D op has only W):
+// from `pads`, or from auto_pad (or ConvTranspose's output_shape) and the known output size.
+void spatial_pads(const ir::Node& node, const std::array<int64_t, 2>& in,
+                  const std::array<int64_t, 2>& out, const std::array<int64_t, 2>& k,
+                  const std::array<int64_t, 2>& s, const std::array<int64_t, 2>& d, bool is_1d,
+                  bool transposed, std::array<int64_t, 2>& begin, std::array<int64_t, 2>& end) {
+  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  const std::vector<int64_t> pads = node.attr_ints("pads", {});
+  const std::vector<int64_t> out_pad = node.attr_ints("output_padding", {});
+  const size_t nd = is_1d ? 1 : 2;
+  const bool derived = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER" ||
+                       (transposed && node.has_attr("output_shape"));
+  for (size_t i = 0; i < 2; ++i) {
+    begin[i] = end[i] = 0;
+    if (is_1d && i == 0) continue;
+    const size_t a = is_1d ? 0 : i;  // index into the attributes
+    if (!derived) {
+      if (auto_pad == "NOTSET" && pads.size() == 2 * nd) {
+        begin[i] = pads[a];
+        end[i] = pads[a + nd];
+      }
+      continue;
+    }
+    const int64_t extent = (k[i] - 1) * d[i] + 1;
+    int64_t total;
+    if (transposed) {
+      const int64_t op = out_pad.size() == nd ? out_pad[a] : 0;
+      total = s[i] * (in[i] - 1) + op + extent - out[i];
+    } else {
+      total = std::max<int64_t>((out[i] - 1) * s[i] + extent - in[i], 0);
+    }
+    begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    end[i] = total - begin[i];
+  }
+}
+
+Expected<ConvGeometry> geometry(const OpBuild& b, bool transposed) {
+  const ir::Shape& x = b.in(0).shape;
+  const ir::Shape& wt = b.in(1).shape;
+  const ir::Shape& y = b.outputs[0].shape;
+  if (x.size() != 3 && x.size() != 4) return unsupported("{}-D convolution", static_cast<int64_t>(x.size()) - 2);
+  const bool is_1d = x.size() == 3;
+  ConvGeometry g;
+  g.n = x[0];
+  g.ic = x[1];
+  g.h = is_1d ? 1 : x[2];
+  g.w = x.back();
+  g.oc = y[1];
+  g.oh = is_1d ? 1 : y[2];
+  g.ow = y.back();
+  g.kh = is_1d ? 1 : wt[2];
+  g.kw = wt.back();
+  g.groups = b.node.attr_int("group", 1);
+  std::vector<int64_t> strides = b.node.attr_ints("strides", {});
+  std::vector<int64_t> dil = b.node.attr_ints("dilations", {});
+  if (!strides.empty()) {
+    g.sh = is_1d ? 1 : strides[0];
+    g.sw = strides.back();
+  }
+  if (!dil.empty()) {
+    g.dh = is_1d ? 1 : dil[0];
+    g.dw = dil.back();
+  }
+  std::array<int64_t, 2> begin{}, end{};
+  spatial_pads(b.node, {g.h, g.w}, {g.oh, g.ow}, {g.kh, g.kw}, {g.sh, g.sw}, {g.dh, g.dw}, is_1d,
+               transposed, begin, end);
+  g.ph = begin[0];
+  g.pw = begin[1];
+  g.ph_end = end[0];
+  g.pw_end = end[1];
+  if (g.groups <= 0 || g.ic % g.groups != 0 || g.oc % g.groups != 0) return unsupported("bad group count");
+  if (g.dh > 32767 || g.dw > 32767 || g.kh * g.dh > 32767 || g.kw * g.dw > 32767) {
+    return unsupported("convolution window too large");
+  }
+  return g;
+}
+
+bool float_io(const OpBuild& b) {
+  for (const ValueDesc& v : b.inputs) {
+    if (v.present && v.dtype != ir::DType::kFloat32) return false;
+  }
+  return b.outputs[0].dtype == ir::DType::kFloat32;
+}
+
+struct ConvGemmPush {
+  uint32_t M, N, K, H, W, OW, P;
+  int32_t sh, sw, ph, pw;
+  uint32_t in_img, in_group, out_img, out_group, a_group;
+  uint32_t bias_mode, act;
+  float act_min, act_max;
+};
+
+struct DirectPush {
+  uint32_t n, OC, OH, OW, IC, H, W, KH, KW;
+  int32_t sh, sw, ph, pw, dh, dw;
+  uint32_t icg, ocg, has_bias, act;
+  float act_min, act_max;
+};
+
+class ConvOp final : public VulkanOp {
+ public:
+  enum class Kind { kGemm1x1, kImplicit, kDirect };
+
+  ConvOp(Kind kind, const ConvGeometry& g, bool has_bias, Buffer ktable)
+      : kind_(kind), g_(g), has_bias_(has_bias), ktable_(std::move(ktable)) {}
+
+  bool fuse(const Activation& act) override {
+    if (act_.kind != 0) return false;
+    act_ = act;
+    return true;
+  }
+
+  Status record(Recorder& rec, std::span<const DeviceTensor* const> in,
+                std::span<const DeviceTensor> out) override {
+    const Binding bias = has_bias_ ? Binding(*in[2]) : Binding(*in[1]);
+    const int64_t icg = g_.ic / g_.groups, ocg = g_.oc / g_.groups;
+    const int64_t p = g_.oh * g_.ow;
+    switch (kind_) {
+      case Kind::kGemm1x1: {
+        GemmPush gp;
+        gp.M = static_cast<uint32_t>(g_.oc);
+        gp.N = static_cast<uint32_t>(p);
+        gp.K = static_cast<uint32_t>(g_.ic);
+        gp.a_rs = static_cast<int32_t>(g_.ic);
+        gp.a_cs = 1;
+        gp.b_rs = static_cast<int32_t>(p);
+        gp.b_cs = 1;
+        gp.b_bs1 = static_cast<int32_t>(g_.ic * p);
+        gp.batch1 = static_cast<uint32_t>(g_.n);
+        gp.c_bs = static_cast<int32_t>(g_.oc * p);
+        gp.c_rs = static_cast<int32_t>(p);
+        gp.bias_mode = has_bias_ ? 1 : 0;
+        gp.act = act_.kind;
+        gp.act_min = act_.min;
+        gp.act_max = act_.max;
+        return record_gemm(rec, gp, g_.n, *in[1], *in[0], bias, out[0]);
+      }
+      case Kind::kImplicit: {
+        ConvGemmPush cp{};
+        cp.M = static_cast<uint32_t>(ocg);
+        cp.N = static_cast<uint32_t>(g_.n * p);
+        cp.K = static_cast<uint32_t>(icg * g_.kh * g_.kw);
+        cp.H = static_cast<uint32_t>(g_.h);
+        cp.W = static_cast<uint32_t>(g_.w);
+        cp.OW = static_cast<uint32_t>(g_.ow);
+        cp.P = static_cast<uint32_t>(p);
+        cp.sh = static_cast<int32_t>(g_.sh);
+        cp.sw = static_cast<int32_t>(g_.sw);
+        cp.ph = static_cast<int32_t>(g_.ph);
+        cp.pw = static_cast<int32_t>(g_.pw);
+        cp.in_img = static_cast<uint32_t>(g_.ic * g_.h * g_.w);
+        cp.in_group = static_cast<uint32_t>(icg * g_.h * g_.w);
+        cp.out_img = static_cast<uint32_t>(g_.oc * p);
+        cp.out_group = static_cast<uint32_t>(ocg * p);
+        cp.a_group = static_cast<uint32_t>(ocg * cp.K);
+        cp.bias_mode = has_bias_ ? 1 : 0;
+        cp.act = act_.kind;
+        cp.act_min = act_.min;
+        cp.act_max = act_.max;
+        const uint32_t tile = gemm_tile(cp.M, cp.N, g_.groups);
+        const uint32_t gx = (cp.N + tile - 1) / tile, gy = (cp.M + tile - 1) / tile;
+        return rec.dispatch(tile == 128 ? "conv_gemm_large" : "conv_gemm",
+                            {*in[1], *in[0], bias, out[0], ktable_}, cp, gx, gy,
+                            static_cast<uint32_t>(g_.groups));
+      }
+      case Kind::kDirect: {
+        DirectPush dp{};
+        dp.n = static_cast<uint32_t>(g_.n * g_.oc * p);
+        dp.OC = static_cast<uint32_t>(g_.oc);
+        dp.OH = static_cast<uint32_t>(g_.oh);
+        dp.OW = static_cast<uint32_t>(g_.ow);
+        dp.IC = static_cast<uint32_t>(g_.ic);
+        dp.H = static_cast<uint32_t>(g_.h);
+        dp.W = static_cast<uint32_t>(g_.w);
+        dp.KH = static_cast<uint32_t>(g_.kh);
+        dp.KW = static_cast<uint32_t>(g_.kw);
+        dp.sh = static_cast<int32_t>(g_.sh);
+        dp.sw = static_cast<int32_t>(g_.sw);
+        dp.ph = static_cast<int32_t>(g_.ph);
+        dp.pw = static_cast<int32_t>(g_.pw);
+        dp.dh = static_cast<int32_t>(g_.dh);
+        dp.dw = static_cast<int32_t>(g_.dw);
+        dp.icg = static_cast<uint32_t>(icg);
+        dp.ocg = static_cast<uint32_t>(ocg);
+        dp.has_bias = has_bias_ ? 1 : 0;
+        dp.act = act_.kind;
+        dp.act_min = act_.min;
+        dp.act_max = act_.max;
+        return rec.dispatch("conv_direct", {*in[0], *in[1], bias, out[0]}, dp, groups_for(dp.n, kLocal));
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  Kind kind_;
+  ConvGeometry g_;
+  bool has_bias_;
+  Buffer ktable_;
+  Activation act_;
+};
+
+// Per k = (ic, kh, kw) of a group: the input offset and the window step (dh<<16 | dw).
+Expected<Buffer> conv_ktable(Context& ctx, const ConvGeometry& g) {
+  const int64_t icg = g.ic / g.groups;
+  std::vector<int32_t> t;
+  t.reserve(static_cast<size_t>(icg * g.kh * g.kw * 2));
+  for (int64_t c = 0; c < icg; ++c) {
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      for (int64_t kw = 0; kw < g.kw; ++kw) {
+        t.push_back(static_cast<int32_t>(c * g.h * g.w + kh * g.dh * g.w + kw * g.dw));
+        t.push_back(static_cast<int32_t>(((kh * g.dh) << 16) | (kw * g.dw)));
+      }
+    }
+  }
+  return upload_buffer(ctx, t.data(), t.size() * sizeof(int32_t));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<VulkanOp>> make_conv_vulkan(const OpBuild& b) {
+  if (!float_io(b)) return unsupported("only float32 runs on Vulkan");
+  PTQ_ASSIGN_OR_RETURN(ConvGeometry g, geometry(b, false));
+  const bool has_bias = b.has_input(2);
+  const int64_t icg = g.ic / g.groups, ocg = g.oc / g.groups;
+  const int64_t k = icg * g.kh * g.kw;
+  const int64_t p = g.oh * g.ow;
+  if (g.n * g.ic * g.h * g.w >= (int64_t{1} << 31) || g.n * g.oc * p >= (int64_t{1} << 31)) {
+    return unsupported("a convolution too large for 32-bit indexing");
+  }
+  ConvOp::Kind kind = ConvOp::Kind::kImplicit;
+  if (g.groups == 1 && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 &&
+      g.pw == 0 && g.ph_end == 0 && g.pw_end == 0 && g.n <= 65535) {
+    kind = ConvOp::Kind::kGemm1x1;
+  } else if (k < 16 || ocg < 8 || g.groups > 65535) {
+    kind = ConvOp::Kind::kDirect;
+  }
+  Buffer ktable;
+  if (kind == ConvOp::Kind::kImplicit) {
+    PTQ_ASSIGN_OR_RETURN(ktable, conv_ktable(b.ctx, g));
+  }
+  return std::unique_ptr<VulkanOp>(std::make_unique<ConvOp>(kind, g, has_bias, std::move(ktable)));
+}
+
+namespace {
+
+struct TransposePush {
+  uint32_t n, OC, OH, OW, IC, H, W, KH, KW;
+  int32_t sh, sw, ph, pw, dh, dw;
+  uint32_t icg, ocg, has_bias;
+};
+
+class ConvTransposeOp final : public VulkanOp {
+ public:
+  ConvTransposeOp(TransposePush push, bool has_bias) : push_(push), has_bias_(has_bias) {}
+  Status record(Recorder& rec, std::span<const DeviceTensor* const> in,
+                std::span<const DeviceTensor> out) override {
+    const Binding bias = has_bias_ ? Binding(*in[2]) : Binding(*in[1]);
+    return rec.dispatch("conv_transpose", {*in[0], *in[1], bias, out[0]}, push_,
+                        groups_for(push_.n, kLocal));
+  }
+
+ private:
+  TransposePush push_;
+  bool has_bias_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<VulkanOp>> make_conv_transpose_vulkan(const OpBuild& b) {
+  if (!float_io(b)) return unsupported("only float32 runs on Vulkan");
+  PTQ_ASSIGN_OR_RETURN(ConvGeometry g, geometry(b, true));
+  TransposePush p{};
+  p.n = static_cast<uint32_t>(g.n * g.oc * g.oh * g.ow);
+  p.OC = static_cast<uint32_t>(g.oc);
+  p.OH = static_cast<uint32_t>(g.oh);
+  p.OW = static_cast<uint32_t>(g.ow);
+  p.IC = static_cast<uint32_t>(g.ic);
+  p.H = static_cast<uint32_t>(g.h);
+  p.W = static_cast<uint32_t>(g.w);
+  p.KH = static_cast<uint32_t>(g.kh);
+  p.KW = static_cast<uint32_t>(g.kw);
+  p.sh = static_cast<int32_t>(g.sh);
+  p.sw = static_cast<int32_t>(g.sw);
+  p.ph = static_cast<int32_t>(g.ph);
+  p.pw = static_cast<int32_t>(g.pw);
+  p.dh = static_cast<int32_t>(g.dh);
+  p.dw = static_cast<int32_t>(g.dw);
+  p.icg = static_cast<uint32_t>(g.ic / g.groups);
+  p.ocg = static_cast<uint32_t>(g.oc / g.groups);
+  p.has_bias = b.has_input(2) ? 1 : 0;
+  return std::unique_ptr<VulkanOp>(std::make_unique<ConvTransposeOp>(p, b.has_input(2)));
+}
+
+}  // namespace ptq::vulkan

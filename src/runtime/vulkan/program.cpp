@@ -1,0 +1,557 @@
+// Building a Program: step kinds, fusion, residency, blocks, liveness, the arena layout, and
+// the recording of each block's command buffer.
+#include "program.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace ptq::vulkan {
+
+namespace {
+
+constexpr int64_t kAlign = 256;
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// Storage bytes a binding of `bytes` covers: whole 32-bit words (8-bit tensors are read as
+// packed words), at least one.
+VkDeviceSize binding_bytes(size_t bytes) { return std::max<VkDeviceSize>((bytes + 3) / 4 * 4, 4); }
+
+struct Builder {
+  BuildEnv& env;
+  Program& prog;
+  const ir::Graph& graph;
+  int64_t opset;
+
+  int root(int id) const { return id < 0 ? -1 : prog.values[static_cast<size_t>(id)].root; }
+  Value& val(int id) { return prog.values[static_cast<size_t>(id)]; }
+  bool is_static(int id) const { return id >= 0 && prog.values[static_cast<size_t>(id)].constant != nullptr; }
+
+  Status add_values(const std::unordered_map<std::string, ValueFacts>& facts,
+                    std::unordered_map<std::string, ir::Tensor>& folded);
+  Status make_steps(const std::vector<size_t>& order);
+  OpBuild op_build(const Step& step) const;
+  void fuse_activations();
+  void mark_residency();
+  void form_blocks();
+  void lifetimes();
+  Status layout_arena();
+  Status allocate_staging();
+  Status upload_constants();
+  Status record_blocks();
+};
+
+Status Builder::add_values(const std::unordered_map<std::string, ValueFacts>& facts,
+                           std::unordered_map<std::string, ir::Tensor>& folded) {
+  auto add = [&](const std::string& name) -> int {
+    auto it = prog.ids.find(name);
+    if (it != prog.ids.end()) return it->second;
+    const int id = static_cast<int>(prog.values.size());
+    Value v;
+    v.name = name;
+    v.root = id;
+    if (const ir::Tensor* init = graph.initializer(name)) {
+      v.constant = init;
+    } else if (auto f = folded.find(name); f != folded.end()) {
+      prog.folded.push_back(std::make_unique<ir::Tensor>(std::move(f->second)));
+      v.constant = prog.folded.back().get();
+    }
+    if (v.constant != nullptr) {
+      v.dtype = v.constant->dtype();
+      v.shape = v.constant->shape();
+    } else if (auto fact = facts.find(name); fact != facts.end()) {
+      v.dtype = fact->second.dtype;
+      v.shape = fact->second.shape;
+    }
+    prog.values.push_back(std::move(v));
+    prog.ids.emplace(name, id);
+    return id;
+  };
+  for (const ir::ValueInfo* in : graph.real_inputs()) {
+    const int id = add(in->name);
+    val(id).graph_input = true;
+    prog.inputs.push_back(id);
+  }
+  for (const ir::Initializer& init : graph.initializers()) add(init.name);
+  for (const ir::Node& node : graph.nodes) {
+    for (const std::string& o : node.outputs) {
+      if (!o.empty()) add(o);
+    }
+  }
+  for (const ir::ValueInfo& out : graph.outputs) {
+    const int id = prog.id(out.name);
+    if (id < 0) return invalid_input("graph output '{}' is produced by no node", out.name);
+    val(id).graph_output = true;
+    prog.outputs.push_back(id);
+  }
+  return Status::ok();
+}
+
+OpBuild Builder::op_build(const Step& step) const {
+  const ir::Node& node = graph.nodes[step.node];
+  OpBuild b{env.ctx, node, opset, {}, {}};
+  auto desc = [&](int id) {
+    ValueDesc d;
+    if (id < 0) return d;
+    const Value& v = prog.values[static_cast<size_t>(id)];
+    d.present = v.dtype != ir::DType::kUndefined;
+    d.dtype = v.dtype;
+    d.shape = v.shape;
+    d.constant = v.constant;
+    return d;
+  };
+  for (int id : step.inputs) b.inputs.push_back(desc(id));
+  for (int id : step.outputs) b.outputs.push_back(desc(id));
+  return b;
+}
+
+Status Builder::make_steps(const std::vector<size_t>& order) {
+  for (size_t n : order) {
+    const ir::Node& node = graph.nodes[n];
+    Step step;
+    step.node = n;
+    for (const std::string& in : node.inputs) step.inputs.push_back(in.empty() ? -1 : prog.id(in));
+    for (const std::string& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : prog.id(out));
+    const int s = static_cast<int>(prog.steps.size());
+    for (int id : step.outputs) {
+      if (id >= 0) val(id).producer_step = s;
+    }
+    const bool folded = std::all_of(step.outputs.begin(), step.outputs.end(),
+                                    [&](int id) { return id < 0 || is_static(id); });
+    if (folded) {
+      step.kind = StepKind::kFolded;
+    } else if (is_view_op(node, opset) && !step.inputs.empty() && step.inputs[0] >= 0 &&
+               step.outputs[0] >= 0 && val(step.inputs[0]).dtype == val(step.outputs[0]).dtype &&
+               !is_static(step.inputs[0])) {
+      step.kind = StepKind::kView;
+      val(step.outputs[0]).root = root(step.inputs[0]);
+    } else {
+      for (size_t i = 0; i < step.outputs.size(); ++i) {
+        const int id = step.outputs[i];
+        if (id >= 0 && val(id).dtype == ir::DType::kUndefined && !graph.is_graph_output(node.outputs[i])) {
+          step.outputs[i] = -1;  // never produced (an unused optional output)
+        }
+      }
+      OpFactory factory = node.in_default_domain() ? find_op(node.op_type) : nullptr;
+      Status why = unsupported("no Vulkan kernel for {}", node.op_type);
+      if (factory != nullptr) {
+        Expected<std::unique_ptr<VulkanOp>> op = factory(op_build(step));
+        if (op.has_value()) {
+          step.kind = StepKind::kGpu;
+          step.op = std::move(op).value();
+        } else {
+          why = op.status();
+        }
+      }
+      if (step.kind != StepKind::kGpu) {
+        step.kind = StepKind::kHost;
+        step.fallback_reason = why.message();
+        runtime::KernelContext kc{node, opset, env.threads, &graph};
+        PTQ_ASSIGN_OR_RETURN(step.kernel, env.cpu.create_kernel(kc));
+        prog.fallback_nodes.push_back(fmt::format("{} ({})", node.label(), step.fallback_reason));
+      }
+    }
+    prog.steps.push_back(std::move(step));
+  }
+  return Status::ok();
+}
+
+// Conv/Gemm/MatMul followed by Relu or Clip: the activation moves into the GEMM epilogue when
+// nothing else needs the pre-activation value; the activation node becomes a view.
+void Builder::fuse_activations() {
+  std::vector<int> uses(prog.values.size(), 0);
+  for (const Step& st : prog.steps) {
+    for (int id : st.inputs) {
+      if (id >= 0) ++uses[static_cast<size_t>(id)];
+    }
+  }
+  for (Step& st : prog.steps) {
+    if (st.kind != StepKind::kGpu || st.inputs.empty() || st.inputs[0] < 0) continue;
+    const int x = st.inputs[0];
+    const Value& xv = val(x);
+    if (xv.producer_step < 0 || xv.observed || xv.graph_output || uses[static_cast<size_t>(x)] != 1) continue;
+    Step& prod = prog.steps[static_cast<size_t>(xv.producer_step)];
+    const std::string& op = graph.nodes[prod.node].op_type;
+    if (prod.kind != StepKind::kGpu || (op != "Conv" && op != "Gemm" && op != "MatMul")) continue;
+    std::optional<Activation> act = fusable_activation(op_build(st));
+    if (!act || !prod.op->fuse(*act)) continue;
+    st.kind = StepKind::kView;
+    st.op.reset();
+    val(st.outputs[0]).root = x;
+  }
+}
+
+void Builder::mark_residency() {
+  for (const Step& st : prog.steps) {
+    if (st.kind == StepKind::kGpu) {
+      for (int id : st.outputs) {
+        if (id >= 0) val(id).on_gpu = val(id).needs_device = true;
+      }
+      for (size_t i = 0; i < st.inputs.size(); ++i) {
+        const int id = st.inputs[i];
+        if (id >= 0 && !is_static(id) && st.op->reads_on_device(i)) val(root(id)).needs_device = true;
+      }
+    } else if (st.kind == StepKind::kHost) {
+      for (int id : st.inputs) {
+        if (id >= 0 && !is_static(id)) val(root(id)).needs_host = true;
+      }
+    }
+  }
+  for (int id : prog.outputs) {
+    if (!is_static(id)) val(root(id)).needs_host = true;
+  }
+}
+
+void Builder::form_blocks() {
+  auto open = [&](int first) {
+    Block b;
+    b.first_step = b.end_step = first;
+    prog.blocks.push_back(std::move(b));
+  };
+  open(0);
+  bool closed = false;
+  int64_t observed_bytes = 0;
+  for (int s = 0; s < static_cast<int>(prog.steps.size()); ++s) {
+    const Step& st = prog.steps[static_cast<size_t>(s)];
+    if (st.kind == StepKind::kGpu) {
+      if (closed) {
+        open(s);
+        closed = false;
+        observed_bytes = 0;
+      }
+      Block& b = prog.blocks.back();
+      b.end_step = s + 1;
+      for (int id : st.outputs) {
+        if (id >= 0 && val(id).observed) {
+          b.observed.push_back(id);
+          observed_bytes += static_cast<int64_t>(val(id).bytes());
+        }
+      }
+      if (observed_bytes > env.observe_budget) closed = true;
+    } else if (st.kind == StepKind::kHost) {
+      prog.blocks.back().host_steps.push_back(s);
+      closed = true;
+      for (int id : st.outputs) {
+        if (id >= 0 && val(id).observed) prog.steps[static_cast<size_t>(s)].observe_after.push_back(id);
+      }
+    } else if (st.kind == StepKind::kView) {
+      // An observed view is read where its root is: with the block that produces a GPU root,
+      // after the CPU step that produces a host root, or at the start for an input.
+      const int out = st.outputs[0];
+      if (out < 0 || !val(out).observed) continue;
+      const Value& r = val(root(out));
+      if (r.on_gpu) {
+        prog.blocks.back().observed.push_back(out);
+      } else if (r.producer_step >= 0) {
+        prog.steps[static_cast<size_t>(r.producer_step)].observe_after.push_back(out);
+      } else {
+        prog.start_observed.push_back(out);
+      }
+    }
+  }
+}
+
+void Builder::lifetimes() {
+  auto use = [&](int id, int step) {
+    if (id < 0 || is_static(id)) return;
+    Value& r = val(root(id));
+    r.last = std::max<int64_t>(r.last, step);
+  };
+  for (Value& v : prog.values) {
+    if (v.root != static_cast<int>(&v - prog.values.data()) || v.constant != nullptr) continue;
+    v.first = v.producer_step < 0 ? 0 : v.producer_step;
+    v.last = v.first;
+  }
+  for (size_t b = 0; b < prog.blocks.size(); ++b) {
+    Block& blk = prog.blocks[b];
+    const int end = std::max(blk.first_step, blk.end_step - 1);
+    for (int s = blk.first_step; s < blk.end_step; ++s) {
+      const Step& st = prog.steps[static_cast<size_t>(s)];
+      if (st.kind != StepKind::kGpu) continue;
+      for (size_t i = 0; i < st.inputs.size(); ++i) {
+        if (st.op->reads_on_device(i)) use(st.inputs[i], s);
+      }
+      for (int id : st.outputs) {
+        if (id < 0) continue;
+        if (val(id).graph_output) use(id, end);
+      }
+    }
+    for (int id : blk.observed) use(id, end);
+    for (int hs : blk.host_steps) {
+      const Step& st = prog.steps[static_cast<size_t>(hs)];
+      for (int id : st.inputs) {
+        if (id >= 0 && !is_static(id) && val(root(id)).on_gpu) {
+          use(id, end);
+          Value& r = val(root(id));
+          if (r.staging == -1) {
+            blk.downloads.push_back(root(id));
+            r.staging = -2;  // marked; a buffer is assigned later
+          }
+        }
+      }
+      // Host-produced values a later GPU step reads are uploaded at the next block's start.
+      for (int id : st.outputs) {
+        if (id < 0 || !val(id).needs_device) continue;
+        for (size_t nb = b + 1; nb < prog.blocks.size(); ++nb) {
+          if (prog.blocks[nb].end_step > prog.blocks[nb].first_step) {
+            prog.blocks[nb].uploads.push_back(id);
+            val(id).first = prog.blocks[nb].first_step;
+            val(id).last = std::max(val(id).last, val(id).first);
+            break;
+          }
+        }
+      }
+    }
+  }
+  // Device graph outputs, and observed device values that are not float32 (their statistics
+  // are computed on the host), are downloaded at the end of the block producing them.
+  auto download_at_production = [&](int id) {
+    const int r = root(id);
+    Value& rv = val(r);
+    if (!rv.on_gpu || rv.staging != -1) return;
+    const int s = rv.producer_step;
+    for (Block& blk : prog.blocks) {
+      if (s >= blk.first_step && s < blk.end_step) {
+        blk.downloads.push_back(r);
+        rv.staging = -2;
+        rv.last = std::max<int64_t>(rv.last, std::max(blk.first_step, blk.end_step - 1));
+      }
+    }
+  };
+  for (int id : prog.outputs) {
+    if (!is_static(id)) download_at_production(id);
+  }
+  for (const Block& blk : prog.blocks) {
+    for (int id : blk.observed) {
+      if (val(id).dtype != ir::DType::kFloat32) download_at_production(id);
+    }
+  }
+  for (int id : prog.inputs) {
+    if (val(id).needs_device) prog.blocks.front().uploads.push_back(id);
+  }
+}
+
+Status Builder::layout_arena() {
+  struct Placed {
+    int64_t offset, size, last;
+  };
+  std::vector<int> roots;
+  for (size_t i = 0; i < prog.values.size(); ++i) {
+    const Value& v = prog.values[i];
+    if (v.root == static_cast<int>(i) && v.constant == nullptr && v.needs_device && v.dtype != ir::DType::kUndefined) {
+      roots.push_back(static_cast<int>(i));
+    }
+  }
+  std::stable_sort(roots.begin(), roots.end(), [&](int a, int b) { return val(a).first < val(b).first; });
+  std::vector<Placed> placed;
+  int64_t top = 0;
+  const int64_t align = std::max<int64_t>(kAlign, static_cast<int64_t>(env.ctx.limits().minStorageBufferOffsetAlignment));
+  for (int id : roots) {
+    Value& v = val(id);
+    const int64_t size = align_up(std::max<int64_t>(static_cast<int64_t>(v.bytes()), 4), align);
+    if (static_cast<uint64_t>(size) > env.ctx.limits().maxStorageBufferRange) {
+      return unsupported("tensor '{}' ({} bytes) exceeds the device's storage buffer range ({} bytes)",
+                         v.name, v.bytes(), env.ctx.limits().maxStorageBufferRange);
+    }
+    std::vector<Placed> live;
+    for (const Placed& p : placed) {
+      if (p.last >= v.first) live.push_back(p);
+    }
+    std::sort(live.begin(), live.end(), [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    int64_t at = 0;
+    for (const Placed& p : live) {
+      if (p.offset - at >= size) break;
+      at = std::max(at, p.offset + p.size);
+    }
+    v.offset = at;
+    placed.push_back({at, size, v.last});
+    top = std::max(top, at + size);
+  }
+  prog.arena_bytes = top;
+  PTQ_ASSIGN_OR_RETURN(prog.arena, Buffer::create(env.ctx, static_cast<size_t>(std::max<int64_t>(top, 256)),
+                                                   Buffer::Kind::kDevice));
+  return Status::ok();
+}
+
+Status Builder::allocate_staging() {
+  auto staging_for = [&](int id) -> Status {
+    Value& v = val(id);
+    if (v.staging >= 0) return Status::ok();
+    PTQ_ASSIGN_OR_RETURN(Buffer b, Buffer::create(env.ctx, std::max<size_t>(v.bytes(), 4), Buffer::Kind::kStaging));
+    prog.staging_bytes += static_cast<int64_t>(b.size());
+    v.staging = static_cast<int>(prog.staging.size());
+    prog.staging.push_back(std::move(b));
+    return Status::ok();
+  };
+  int slots = 0;
+  for (Block& blk : prog.blocks) {
+    for (int id : blk.uploads) PTQ_RETURN_IF_ERROR(staging_for(id));
+    for (int id : blk.downloads) PTQ_RETURN_IF_ERROR(staging_for(id));
+    blk.stats_first = slots;
+    for (int id : blk.observed) {
+      if (ir::dtype_size(val(id).dtype) == 4 && val(id).dtype == ir::DType::kFloat32) {
+        val(id).stats_slot = slots++;
+      }
+    }
+    blk.stats_count = slots - blk.stats_first;
+  }
+  const size_t stats_bytes = static_cast<size_t>(std::max(slots, 1)) * 8 * sizeof(uint32_t);
+  PTQ_ASSIGN_OR_RETURN(prog.stats, Buffer::create(env.ctx, stats_bytes, Buffer::Kind::kDevice));
+  PTQ_ASSIGN_OR_RETURN(prog.stats_staging, Buffer::create(env.ctx, stats_bytes, Buffer::Kind::kStaging));
+  return Status::ok();
+}
+
+Status Builder::upload_constants() {
+  for (const Step& st : prog.steps) {
+    if (st.kind != StepKind::kGpu) continue;
+    for (size_t i = 0; i < st.inputs.size(); ++i) {
+      const int id = st.inputs[i];
+      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || prog.constant_tensors.count(id)) continue;
+      const Value& v = val(id);
+      const ir::Tensor& t = *v.constant;
+      if (t.dtype() == ir::DType::kString) return unsupported("string constant '{}' on Vulkan", v.name);
+      DeviceTensor d;
+      d.dtype = v.dtype;
+      d.shape = v.shape;
+      d.bytes = binding_bytes(t.nbytes());
+      if (graph.initializer(v.name) != nullptr) {
+        auto it = env.uploaded.find(v.name);
+        if (it == env.uploaded.end()) {
+          PTQ_ASSIGN_OR_RETURN(Buffer b, upload_buffer(env.ctx, t.raw(), t.nbytes()));
+          env.uploaded_bytes += static_cast<int64_t>(b.size());
+          it = env.uploaded.emplace(v.name, std::move(b)).first;
+        }
+        d.buffer = it->second.handle();
+      } else {
+        PTQ_ASSIGN_OR_RETURN(Buffer b, upload_buffer(env.ctx, t.raw(), t.nbytes()));
+        prog.weight_bytes += static_cast<int64_t>(b.size());
+        d.buffer = b.handle();
+        prog.constant_buffers.push_back(std::move(b));
+      }
+      prog.constant_tensors.emplace(id, std::move(d));
+    }
+  }
+  return Status::ok();
+}
+
+Status Builder::record_blocks() {
+  for (Block& blk : prog.blocks) {
+    PTQ_ASSIGN_OR_RETURN(blk.cmd, env.ctx.allocate_command_buffer());
+    VkCommandBufferBeginInfo bi{};
+    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    PTQ_VK(vkBeginCommandBuffer(blk.cmd, &bi));
+    Recorder rec(env.ctx, prog.descriptors, blk.cmd);
+    if (blk.stats_count > 0) {
+      rec.fill(prog.stats.handle(), static_cast<VkDeviceSize>(blk.stats_first) * 32,
+               static_cast<VkDeviceSize>(blk.stats_count) * 32, 0);
+    }
+    for (int id : blk.uploads) {  // earlier submissions are complete; nothing here conflicts
+      const Value& v = val(id);
+      rec.no_barrier_needed();
+      rec.copy(prog.staging[static_cast<size_t>(v.staging)].handle(), 0, prog.arena.handle(),
+               static_cast<VkDeviceSize>(v.offset), v.bytes());
+    }
+    for (int s = blk.first_step; s < blk.end_step; ++s) {
+      Step& st = prog.steps[static_cast<size_t>(s)];
+      if (st.kind != StepKind::kGpu) continue;
+      std::vector<DeviceTensor> ins(st.inputs.size());
+      std::vector<const DeviceTensor*> in_ptrs(st.inputs.size(), nullptr);
+      for (size_t i = 0; i < st.inputs.size(); ++i) {
+        if (st.inputs[i] < 0 || !st.op->reads_on_device(i)) continue;
+        ins[i] = prog.device_tensor(st.inputs[i]);
+        in_ptrs[i] = &ins[i];
+      }
+      std::vector<DeviceTensor> outs(st.outputs.size());
+      for (size_t i = 0; i < st.outputs.size(); ++i) {
+        if (st.outputs[i] >= 0) outs[i] = prog.device_tensor(st.outputs[i]);
+      }
+      Status status = st.op->record(rec, in_ptrs, outs);
+      if (!status.is_ok()) {
+        return runtime_error("{}: {}", graph.nodes[st.node].label(), status.message());
+      }
+    }
+    bool first_stat = true;
+    for (int id : blk.observed) {
+      const Value& v = val(id);
+      if (v.stats_slot < 0) continue;
+      const DeviceTensor t = prog.device_tensor(id);
+      struct { uint32_t n, slot; } push{static_cast<uint32_t>(t.size()), static_cast<uint32_t>(v.stats_slot) * 8};
+      if (!first_stat) rec.no_barrier_needed();
+      first_stat = false;
+      PTQ_RETURN_IF_ERROR(rec.dispatch("minmax", {t, prog.stats}, push, groups_for(t.size(), 256, 1024)));
+    }
+    bool first_copy = true;
+    if (blk.stats_count > 0) {
+      const VkDeviceSize off = static_cast<VkDeviceSize>(blk.stats_first) * 32;
+      rec.copy(prog.stats.handle(), off, prog.stats_staging.handle(), off,
+               static_cast<VkDeviceSize>(blk.stats_count) * 32);
+      first_copy = false;
+    }
+    for (int id : blk.downloads) {
+      const Value& v = val(id);
+      if (!first_copy) rec.no_barrier_needed();
+      first_copy = false;
+      rec.copy(prog.arena.handle(), static_cast<VkDeviceSize>(v.offset),
+               prog.staging[static_cast<size_t>(v.staging)].handle(), 0, v.bytes());
+    }
+    rec.barrier();  // transfers -> host reads after the fence
+    PTQ_VK(vkEndCommandBuffer(blk.cmd));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+DeviceTensor Program::device_tensor(int id) const {
+  const Value& v = values[static_cast<size_t>(id)];
+  if (auto it = constant_tensors.find(id); it != constant_tensors.end()) return it->second;
+  const Value& r = values[static_cast<size_t>(v.root)];
+  DeviceTensor d;
+  d.buffer = arena.handle();
+  d.offset = static_cast<VkDeviceSize>(r.offset);
+  d.bytes = binding_bytes(v.bytes());
+  d.dtype = v.dtype;
+  d.shape = v.shape;
+  return d;
+}
+
+bool is_view_op(const ir::Node& node, int64_t /*opset*/) {
+  if (!node.in_default_domain()) return false;
+  const std::string& op = node.op_type;
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") {
+    return true;
+  }
+  // Dropout at inference is the identity; its mask output (if used) needs a kernel.
+  if (op == "Dropout") return node.outputs.size() < 2 || node.outputs[1].empty();
+  // Cast to the same type (the caller checks the dtypes) changes nothing.
+  return op == "Cast";
+}
+
+Expected<std::unique_ptr<Program>> build_program(BuildEnv& env,
+                                                 const std::unordered_map<std::string, ValueFacts>& facts,
+                                                 std::unordered_map<std::string, ir::Tensor> folded,
+                                                 const std::vector<std::string>& observed) {
+  auto prog = std::make_unique<Program>(env.ctx);
+  Builder b{env, *prog, env.model.graph, env.model.opset("")};
+  PTQ_RETURN_IF_ERROR(b.add_values(facts, folded));
+  for (const std::string& name : observed) {
+    const int id = prog->id(name);
+    if (id >= 0) b.val(id).observed = true;
+  }
+  PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(env.model.graph));
+  PTQ_RETURN_IF_ERROR(b.make_steps(order));
+  b.fuse_activations();
+  b.mark_residency();
+  b.form_blocks();
+  b.lifetimes();
+  PTQ_RETURN_IF_ERROR(b.layout_arena());
+  PTQ_RETURN_IF_ERROR(b.allocate_staging());
+  PTQ_RETURN_IF_ERROR(b.upload_constants());
+  PTQ_RETURN_IF_ERROR(b.record_blocks());
+  return prog;
+}
+
+}  // namespace ptq::vulkan
