@@ -1,0 +1,327 @@
+// `ptq sensitivity MODEL (--data CALIB | --cache CACHE) --eval SRC [--labels LABELS.npy]
+//  [--metric top1|sqnr|cosine|mse] [--mode only|all-but] [--target-drop X]
+//  [--max-float-layers K] -o REPORT.json [--html REPORT.html] [--write PARTIAL.onnx]
+//  [--parallel N] [--no-reuse]`
+// Partial-PTQ sweep (issue 8): per quantization unit, the metric with only that unit quantized
+// (or all but it); a ranked table on stdout, every unit in the JSON report, an HTML page with
+// the per-layer chart and the graph. With --target-drop, the greedy float set that meets the
+// target, re-validated on the whole partial model (and written with --write).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "backend_options.h"
+#include "command.h"
+#include "data_options.h"
+#include "progress.h"
+#include "ptq/calib_cache.h"
+#include "ptq/calibration.h"
+#include "ptq/onnx.h"
+#include "ptq/report.h"
+#include "ptq/sensitivity.h"
+#include "ptq/util/atomic_file.h"
+
+namespace ptq::apps {
+
+namespace {
+
+namespace sens = ptq::sensitivity;
+using json = nlohmann::ordered_json;
+
+struct SensitivityOptions {
+  std::string model;
+  DataOptions data;
+  std::vector<std::string> eval;
+  int64_t eval_samples = 0;
+  std::string labels;
+  std::string cache;
+  std::string method = "entropy";
+  BackendOptions backend;
+  int threads = 0;
+  int parallel = 1;
+  bool no_reuse = false;
+  std::string metric = "top1";
+  std::string mode = "only";
+  std::optional<double> target_drop;
+  int64_t max_float = -1;
+  std::string out;
+  std::string html;
+  std::string write;
+};
+
+json json_metric(double v) {
+  if (std::isfinite(v)) return v;
+  return metrics::format_metric(v, 0);
+}
+
+json score_json(const sens::Score& s, bool per_output) {
+  json j = json_metric(s.value);
+  if (!per_output) return j;
+  json a = json::array();
+  for (double v : s.per_output) a.push_back(json_metric(v));
+  return a;
+}
+
+Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::Dataset& ds) {
+  PTQ_ASSIGN_OR_RETURN(ir::Tensor t, data::load_npy(path));
+  if (!ir::is_integer(t.dtype()) || t.rank() < 1 || t.dim(0) != ds.source_size()) {
+    return invalid_input("{}: labels must be integers of shape [N] with N = {} (the eval samples), not {} {}",
+                         path, ds.source_size(), ir::dtype_name(t.dtype()), ir::shape_str(t.shape()));
+  }
+  std::vector<int64_t> out;
+  for (int64_t i : ds.order()) out.push_back(t.as_int64(i));
+  return out;
+}
+
+Expected<calib::CalibrationTable> get_table(const ir::Model& model, const SensitivityOptions& o,
+                                            Engine& engine, int threads, const GlobalOptions& global) {
+  if (!o.cache.empty()) {
+    calib::Warnings warnings;
+    PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, calib::read_cache(o.cache, &warnings));
+    const std::string hash = calibration::model_identity(model).graph_sha256;
+    if (!t.model.graph_sha256.empty() && t.model.graph_sha256 != hash) {
+      warnings.push_back(fmt::format("{} was calibrated for another graph", o.cache));
+    }
+    if (!global.quiet) {
+      for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
+    }
+    return t;
+  }
+  PTQ_ASSIGN_OR_RETURN(data::Dataset calib_data, open_dataset(o.data, model.graph));
+  calibration::CalibrationOptions co;
+  co.method.name = o.method;
+  PTQ_RETURN_IF_ERROR(co.method.validate());
+  co.threads = threads;
+  co.backend = o.backend.backend;
+  ProgressLine line("sensitivity", "samples", calib_data.size(), global.quiet);
+  co.progress = [&](const calibration::Progress& p) -> Status {
+    line.set_stage(fmt::format("calibration pass {}/{}", p.pass, p.passes), p.samples_total);
+    line.update(p.samples_done);
+    return Status::ok();
+  };
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, calibration::calibrate(model, *engine.executor, calib_data, co));
+  line.finish();
+  return t;
+}
+
+void print_table(const sens::SweepResult& r, sens::Metric metric) {
+  fmt::print("float {}: {}   fully quantized: {}   mode {}\n", sens::metric_name(metric),
+             metrics::format_metric(r.float_score.value, 4),
+             metrics::format_metric(r.quantized_score.value, 4), sens::mode_name(r.mode));
+  size_t width = 5;
+  for (const auto& l : r.layers) width = std::max(width, l.name.size());
+  fmt::print("{:>4}  {:<{}}  {:<8}  {:>10}\n", "rank", "layer", width, "kind", sens::metric_name(metric));
+  for (size_t i = 0; i < r.layers.size(); ++i) {
+    const auto& l = r.layers[i];
+    fmt::print("{:>4}  {:<{}}  {:<8}  {:>10}\n", i + 1, l.name, width, l.kind,
+               metrics::format_metric(l.score.value, 4));
+  }
+}
+
+json report_json(const SensitivityOptions& o, const ir::Model& model, const sens::SweepResult& r,
+                 const std::optional<sens::Selection>& sel, sens::Metric metric, int64_t samples,
+                 double seconds) {
+  const bool multi = model.graph.outputs.size() > 1 && metric != sens::Metric::kTop1;
+  json j;
+  j["model"] = o.model;
+  j["metric"] = std::string(sens::metric_name(metric));
+  j["mode"] = std::string(sens::mode_name(r.mode));
+  j["higher_is_better"] = sens::higher_is_better(metric);
+  j["samples"] = samples;
+  j["float_metric"] = json_metric(r.float_score.value);
+  j["quantized_metric"] = json_metric(r.quantized_score.value);
+  json outs = json::array();
+  for (const auto& v : model.graph.outputs) outs.push_back(v.name);
+  j["outputs"] = outs;
+  if (multi) j["quantized_per_output"] = score_json(r.quantized_score, true);
+  j["sweep_seconds"] = seconds;
+  j["layers"] = json::array();
+  for (size_t i = 0; i < r.layers.size(); ++i) {
+    const auto& l = r.layers[i];
+    json e{{"rank", i + 1}, {"name", l.name}, {"kind", l.kind}, {"metric", json_metric(l.score.value)}};
+    e["delta_vs_float"] = json_metric(l.score.value - r.float_score.value);
+    e["delta_vs_quantized"] = json_metric(l.score.value - r.quantized_score.value);
+    if (multi) e["per_output"] = score_json(l.score, true);
+    e["subgraph_nodes"] = l.subgraph_nodes;
+    j["layers"].push_back(e);
+  }
+  if (sel) {
+    j["float_set"] = sel->float_set;
+    json s{{"target_drop", *o.target_drop}, {"max_float_layers", o.max_float},
+           {"float_set", sel->float_set}, {"final_metric", json_metric(sel->score.value)},
+           {"met", sel->met}};
+    if (multi) s["final_per_output"] = score_json(sel->score, true);
+    s["trail"] = json::array();
+    for (const auto& st : sel->trail) {
+      s["trail"].push_back({{"added", st.added}, {"float_count", st.float_count},
+                            {"metric", json_metric(st.score.value)}, {"meets", st.meets}});
+    }
+    j["selection"] = s;
+  }
+  return j;
+}
+
+// The chart needs numbers: an infinite metric (e.g. SQNR of a unit that changes nothing) is
+// drawn at the largest finite value and labelled in its row.
+std::string chartable(json j) {
+  double cap = 0.0;
+  for (const json& l : j["layers"]) {
+    if (l["metric"].is_number()) cap = std::max(cap, std::abs(l["metric"].get<double>()));
+  }
+  for (json& l : j["layers"]) {
+    if (l["metric"].is_number()) continue;
+    const std::string text = l["metric"].get<std::string>();
+    l["metric"] = text == "-inf" ? -cap : text == "inf" ? cap : 0.0;
+    l["metric_value"] = text + " (drawn capped)";
+  }
+  return j.dump();
+}
+
+Status write_html(const SensitivityOptions& o, const ir::Model& shown, const std::string& label,
+                  const json& report_json, bool quiet) {
+  PTQ_ASSIGN_OR_RETURN(report::SensitivityReport sr,
+                       report::parse_sensitivity_json(chartable(report_json), o.out));
+  report::ModelEntry entry;
+  entry.label = label;
+  entry.path = label;
+  entry.model = &shown;
+  report::HtmlOptions ho;
+  ho.title = "ptq sensitivity: " + o.model;
+  ho.generated_by = fmt::format("ptq {}", calibration::ptqkit_version());
+  const std::string dot = report::graph_dot(shown, {.collapse_qdq = true, .title = label});
+  std::string extra;
+  if (report::have_graphviz()) {
+    auto svg = report::render_svg(dot);
+    if (svg) ho.graph_svg = *svg;
+    else if (!quiet) fmt::print(stderr, "ptq: warning: {}\n", svg.status().message());
+  }
+  if (ho.graph_svg.empty()) {
+    ho.graph_note = "Graphviz dot not found: the graph's DOT text follows.";
+    std::string esc;
+    for (char c : dot) {
+      if (c == '<') esc += "&lt;";
+      else if (c == '>') esc += "&gt;";
+      else if (c == '&') esc += "&amp;";
+      else esc += c;
+    }
+    extra = "<pre class=\"dot\">" + esc + "</pre>\n";
+  }
+  std::string html = report::html_report(std::span(&entry, 1), &sr, ho);
+  if (!extra.empty()) {
+    const size_t at = html.rfind("<footer>");
+    html.insert(at == std::string::npos ? html.size() : at, extra);
+  }
+  return util::write_file_atomic(o.html, html);
+}
+
+Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
+  PTQ_ASSIGN_OR_RETURN(sens::Metric metric, sens::parse_metric(o.metric));
+  PTQ_ASSIGN_OR_RETURN(sens::Mode mode, sens::parse_mode(o.mode));
+  if (o.data.data.empty() == o.cache.empty()) {
+    return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
+  }
+  if (!o.write.empty() && !o.target_drop) return usage_error("--write needs --target-drop");
+  const int threads = o.threads > 0 ? o.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
+  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table, get_table(model, o, engine, threads, global));
+
+  PTQ_ASSIGN_OR_RETURN(data::DatasetSpec spec, make_dataset_spec(o.data, o.eval));
+  if (spec.default_batch < 16 && o.data.batch == 0) spec.default_batch = 16;
+  spec.samples = o.eval_samples;
+  PTQ_ASSIGN_OR_RETURN(data::Dataset eval, data::Dataset::open(spec));
+  PTQ_RETURN_IF_ERROR(eval.bind(model.graph));
+  std::vector<int64_t> labels;
+  if (!o.labels.empty()) {
+    PTQ_ASSIGN_OR_RETURN(labels, read_labels(o.labels, eval));
+  }
+  planner::PlanOptions plan;
+  plan.ptqkit_version = std::string(calibration::ptqkit_version());
+  plan.method = table.method;
+
+  const auto start = std::chrono::steady_clock::now();
+  PTQ_ASSIGN_OR_RETURN(sens::Evaluator ev,
+                       sens::Evaluator::create(model, *engine.backend, eval,
+                                               labels.empty() ? nullptr : &labels,
+                                               {.metric = metric, .threads = threads}));
+  sens::SweepOptions so;
+  so.mode = mode;
+  so.plan = plan;
+  so.reuse = !o.no_reuse;
+  so.parallel = o.parallel;
+  ProgressLine line("sensitivity", "unit-batches", 0, global.quiet);
+  bool staged = false;
+  so.progress = [&](int64_t done, int64_t total) {
+    if (!staged) line.set_stage("sweep", total);
+    staged = true;
+    line.update(done);
+  };
+  PTQ_ASSIGN_OR_RETURN(sens::SweepResult result, sens::sweep(table, ev, so));
+  line.finish();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!global.quiet) print_table(result, metric);
+
+  std::optional<sens::Selection> sel;
+  if (o.target_drop) {
+    PTQ_ASSIGN_OR_RETURN(sel, sens::select(model, table, ev, plan, result.layers, *o.target_drop, o.max_float));
+    if (!global.quiet) {
+      fmt::print("selection: {} float layer(s) [{}], {} = {} ({})\n", sel->float_set.size(),
+                 fmt::join(sel->float_set, ", "), sens::metric_name(metric),
+                 metrics::format_metric(sel->score.value, 4), sel->met ? "target met" : "target NOT met");
+    }
+  }
+  const json report = report_json(o, model, result, sel, metric, eval.size(), seconds);
+  const std::string text = report.dump(2) + "\n";
+  PTQ_RETURN_IF_ERROR(util::write_file_atomic(o.out, text));
+
+  std::optional<ir::Model> partial;
+  if (sel || !o.html.empty()) {
+    PTQ_ASSIGN_OR_RETURN(partial, sens::partial_model(model, table, plan, sel ? sel->float_set : std::vector<std::string>{}));
+  }
+  if (!o.write.empty()) PTQ_RETURN_IF_ERROR(onnx::save_model(*partial, o.write));
+  if (!o.html.empty()) {
+    const std::string label = !o.write.empty() ? o.write : sel ? "partial model" : "fully quantized model";
+    PTQ_RETURN_IF_ERROR(write_html(o, *partial, label, report, global.quiet));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
+  auto o = std::make_shared<SensitivityOptions>();
+  app.description(
+      "partial-PTQ sweep: per quantizable layer the metric with only it quantized (or all but "
+      "it), ranked; with --target-drop the greedy float set that meets the target");
+  app.add_option("model", o->model, "float ONNX model")->required();
+  add_data_options(app, o->data, {.required = false, .default_batch = 16});
+  add_source_option(app, "--eval", o->eval, "evaluation data (same forms as --data)", true);
+  app.add_option("--eval-samples", o->eval_samples, "use the first N eval samples (default: all)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--labels", o->labels, "integer .npy, one label per eval sample (top1 accuracy)");
+  app.add_option("--cache", o->cache, "reuse this calibration cache instead of calibrating on --data");
+  app.add_option("--method", o->method, "calibration method with --data: entropy, minmax, percentile or mse");
+  app.add_option("--metric", o->metric, "top1 (accuracy with --labels, else agreement with FP32), sqnr, cosine or mse");
+  app.add_option("--mode", o->mode, "only: one layer quantized; all-but: all layers but one quantized");
+  app.add_option("--target-drop", o->target_drop,
+                 "keep the most sensitive layers float until the partial model meets this: top1/cosine "
+                 "drop from FP32, sqnr minimum dB, mse maximum");
+  app.add_option("--max-float-layers", o->max_float, "cap on the float set (default: none)");
+  app.add_option("-o,--output", o->out, "JSON report")->required();
+  app.add_option("--html", o->html, "self-contained HTML report");
+  app.add_option("--write", o->write, "write the partial model of --target-drop");
+  add_backend_options(app, o->backend);
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--parallel", o->parallel, "layers evaluated concurrently (default 1)")->check(CLI::PositiveNumber);
+  app.add_flag("--no-reuse", o->no_reuse, "run every variant whole instead of reusing the float prefix");
+  return [o, &global]() { return sensitivity_command(*o, global); };
+}
+
+}  // namespace ptq::apps

@@ -1,0 +1,188 @@
+// The sensitivity module (ptq_sensitivity): partial-PTQ sweeps (issue 8). Per quantization unit
+// (planner::Unit: a weighted op with the Q/DQ on its inputs, a quantized pooling/Add/Concat),
+// the model is evaluated with only that unit quantized (Mode::kOnly) or with every unit but it
+// quantized (Mode::kAllBut), against the FP32 model's outputs (or labels, for top-1). The units
+// are ranked, and select() keeps the most sensitive ones in float, greedily, until the fully
+// re-evaluated partial model meets a target.
+//
+// Speed: a variant differs from a base model (FP32 for kOnly, fully quantized for kAllBut) only
+// downstream of the unit's Q/DQ. make_cut() finds the nodes that differ; sweep() runs the base
+// model once per eval batch, keeps the tensors at the cut, and runs only the differing subgraph
+// per unit. With reuse off every variant runs whole (the naive cost): results are identical.
+//
+//   sensitivity::Evaluator ev;  // FP32 reference outputs of the eval set (and labels)
+//   PTQ_ASSIGN_OR_RETURN(ev, sensitivity::Evaluator::create(model, backend, eval, &labels, {}));
+//   PTQ_ASSIGN_OR_RETURN(auto r, sensitivity::sweep(model, table, ev, options));
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptq/calib_cache.h"
+#include "ptq/data.h"
+#include "ptq/ir.h"
+#include "ptq/metrics.h"
+#include "ptq/planner.h"
+#include "ptq/runtime.h"
+#include "ptq/status.h"
+
+namespace ptq::sensitivity {
+
+// top1: accuracy against labels, or top-1 agreement with FP32 without labels (argmax of the
+// first output). sqnr: output SQNR in dB vs FP32. cosine: cosine similarity vs FP32. mse: mean
+// squared error vs FP32. sqnr/cosine/mse are per output, the score being their mean.
+enum class Metric { kTop1, kSqnr, kCosine, kMse };
+enum class Mode { kOnly, kAllBut };
+
+std::string_view metric_name(Metric m);  // "top1" "sqnr" "cosine" "mse"
+std::string_view mode_name(Mode m);      // "only" "all-but"
+Expected<Metric> parse_metric(std::string_view name);  // usage error listing the choices
+Expected<Mode> parse_mode(std::string_view name);
+// Larger is better for top1, sqnr and cosine; smaller for mse.
+bool higher_is_better(Metric m);
+
+// One evaluation of a model.
+struct Score {
+  double value = 0.0;               // the metric (mean over outputs where per output)
+  std::vector<double> per_output;   // per graph output (top1: one entry, the first output's)
+};
+
+// The eval set and the FP32 outputs every variant is compared with (held in memory: one copy
+// of the model's outputs for the eval set).
+class Evaluator {
+ public:
+  struct Options {
+    Metric metric = Metric::kSqnr;
+    int threads = 1;  // executor threads
+  };
+  // Runs `model` (float) over `eval` (bound to model's graph) on `backend`. `labels` (one per
+  // delivered sample, in delivery order) is used by top1 only; null: agreement with FP32.
+  // `model`, `backend` and `eval` are borrowed and must outlive the evaluator.
+  static Expected<Evaluator> create(const ir::Model& model, runtime::Backend& backend,
+                                    const data::Dataset& eval, const std::vector<int64_t>* labels,
+                                    const Options& options);
+
+  // Evaluates a whole model (e.g. a variant or the partial model) on the eval set.
+  Expected<Score> evaluate(const ir::Model& variant) const;
+  // The FP32 model's own score (top1 accuracy with labels; the ideal value otherwise).
+  const Score& float_score() const { return float_score_; }
+
+  // Pieces sweep() assembles batch by batch.
+  class Tally {
+   public:
+    Status add(const Evaluator& ev, int64_t batch, const runtime::NamedTensors& outputs);
+    Score score(const Evaluator& ev) const;
+
+   private:
+    std::vector<metrics::Agreement> agree_;  // per output (sqnr, cosine)
+    std::vector<double> sse_;                // per output sum of squared errors (mse)
+    std::vector<int64_t> n_;                 // per output element count (mse)
+    int64_t hits_ = 0, count_ = 0;           // top1
+  };
+
+  Metric metric() const { return options_.metric; }
+  int threads() const { return options_.threads; }
+  const ir::Model& model() const { return *model_; }
+  runtime::Backend& backend() const { return *backend_; }
+  const data::Dataset& data() const { return *eval_; }
+  int64_t num_batches() const { return static_cast<int64_t>(reference_.size()); }
+  const runtime::NamedTensors& reference(int64_t batch) const {
+    return reference_[static_cast<size_t>(batch)];
+  }
+  bool has_labels() const { return !labels_.empty(); }
+
+ private:
+  const ir::Model* model_ = nullptr;
+  runtime::Backend* backend_ = nullptr;
+  const data::Dataset* eval_ = nullptr;
+  Options options_;
+  std::vector<int64_t> labels_;
+  std::vector<runtime::NamedTensors> reference_;  // FP32 outputs per batch
+  Score float_score_;
+};
+
+// ---- Prefix reuse ---------------------------------------------------------------------------
+
+// The part of `variant` that differs from `base`: every node with no identical node (op,
+// inputs, outputs, attributes, initializer contents) in base, and everything downstream of one.
+struct Cut {
+  ir::Model sub;                      // those nodes; inputs = `boundary`; initializers borrowed
+  std::vector<std::string> boundary;  // base tensors the subgraph reads (activations, inputs)
+  // Per variant graph output: index into sub's outputs, or -1 when base's output is unchanged.
+  std::vector<int64_t> sub_output;
+  int64_t nodes = 0;                  // nodes of the subgraph (cost measure)
+};
+// `variant` must outlive the result (the subgraph borrows its initializers).
+Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant);
+
+// ---- Sweep ----------------------------------------------------------------------------------
+
+struct LayerResult {
+  std::string name;  // the unit's name (planner::Unit::name)
+  std::string kind;  // "Conv", "Gemm", "Add", …
+  Score score;       // the metric of the variant
+  int64_t subgraph_nodes = 0;  // nodes run per batch for this unit (whole model without reuse)
+};
+
+struct SweepOptions {
+  Mode mode = Mode::kOnly;
+  planner::PlanOptions plan{};  // only_units / skip_units are set per variant
+  bool reuse = true;            // prefix reuse (cut) instead of whole-model runs
+  int parallel = 1;             // units evaluated concurrently (each with its own executor)
+  // Called with (work items done, total) after each eval batch, a work item being one unit on
+  // one batch; on the calling thread.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+struct SweepResult {
+  Mode mode = Mode::kOnly;
+  Score float_score;      // FP32 model
+  Score quantized_score;  // every unit quantized
+  std::vector<LayerResult> layers;  // ranked, most sensitive first
+};
+
+// The sweep over every unit the planner finds in `ev.model()` with `table`.
+Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluator& ev,
+                            const SweepOptions& options);
+
+// Ranks in place: kOnly, worst score first; kAllBut, best score first (the unit whose staying
+// float helps most). Ties keep graph order.
+void rank(std::vector<LayerResult>& layers, Metric metric, Mode mode);
+
+// ---- Selection ------------------------------------------------------------------------------
+
+// When a partial model is good enough: top1/cosine: score >= float score - target_drop;
+// sqnr: score >= target_drop (dB, as FP32's SQNR is infinite); mse: score <= target_drop.
+bool meets_target(Metric metric, double score, double float_score, double target_drop);
+
+struct SelectStep {
+  std::string added;       // unit moved to float at this step ("" for step 0: all quantized)
+  int64_t float_count = 0;
+  Score score;
+  bool meets = false;
+};
+struct Selection {
+  std::vector<std::string> float_set;  // units left float
+  Score score;                          // of the final partial model
+  bool met = false;
+  std::vector<SelectStep> trail;
+};
+
+// Greedy: starting from the fully quantized model, moves units to float in `ranked` order,
+// re-evaluating the whole partial model each time, until it meets the target or holds
+// `max_float` units (< 0: no cap).
+Expected<Selection> select(const ir::Model& model, const calib::CalibrationTable& table,
+                           const Evaluator& ev, const planner::PlanOptions& plan,
+                           const std::vector<LayerResult>& ranked, double target_drop,
+                           int64_t max_float);
+
+// The model quantized with every unit except `float_set`.
+Expected<ir::Model> partial_model(const ir::Model& model, const calib::CalibrationTable& table,
+                                  const planner::PlanOptions& plan,
+                                  const std::vector<std::string>& float_set);
+
+}  // namespace ptq::sensitivity

@@ -1,0 +1,115 @@
+// make_cut(): the subgraph of a variant that differs from its base model. Quantizing one unit
+// adds Q/DQ on its inputs and changes its weights; every value upstream keeps the base's bytes,
+// so those nodes need not run again: their outputs at the cut are taken from the base run.
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ptq/sensitivity.h"
+
+namespace ptq::sensitivity {
+
+namespace {
+
+bool same_tensor(const ir::Tensor& a, const ir::Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape() || a.strings() != b.strings()) return false;
+  if (a.raw() == b.raw()) return true;
+  return a.nbytes() == b.nbytes() && (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
+}
+
+bool same_attribute(const ir::Attribute& a, const ir::Attribute& b) {
+  if (a.name != b.name || a.type != b.type || a.i != b.i || a.s != b.s || a.floats != b.floats ||
+      a.ints != b.ints || a.strings != b.strings || a.ref_attr_name != b.ref_attr_name ||
+      a.opaque != b.opaque || a.tensors.size() != b.tensors.size()) {
+    return false;
+  }
+  if (std::memcmp(&a.f, &b.f, sizeof a.f) != 0 || !same_tensor(a.t, b.t)) return false;
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    if (!same_tensor(a.tensors[i], b.tensors[i])) return false;
+  }
+  return true;
+}
+
+// Same op on the same values with the same attributes and the same constant inputs.
+bool same_node(const ir::Node& v, const ir::Model& variant, const ir::Node& b, const ir::Model& base) {
+  if (v.op_type != b.op_type || v.domain != b.domain || v.inputs != b.inputs ||
+      v.outputs != b.outputs || v.attributes.size() != b.attributes.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < v.attributes.size(); ++i) {
+    if (!same_attribute(v.attributes[i], b.attributes[i])) return false;
+  }
+  for (const std::string& in : v.inputs) {
+    if (in.empty()) continue;
+    const ir::Tensor* vi = variant.graph.initializer(in);
+    const ir::Tensor* bi = base.graph.initializer(in);
+    if ((vi == nullptr) != (bi == nullptr)) return false;
+    if (vi != nullptr && !same_tensor(*vi, *bi)) return false;
+  }
+  return true;
+}
+
+ir::TypeInfo type_of(const ir::Model& base, const ir::Model& variant, const std::string& name) {
+  if (const ir::ValueInfo* vi = base.graph.find_value_info(name)) return vi->type;
+  if (const ir::ValueInfo* vi = variant.graph.find_value_info(name)) return vi->type;
+  ir::TypeInfo t;
+  t.dtype = base.graph.value_dtype(name);
+  return t;
+}
+
+}  // namespace
+
+Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
+  const ir::GraphIndex base_index(base.graph);
+  PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(variant.graph));
+
+  std::unordered_set<std::string> changed;  // values the subgraph produces
+  std::vector<size_t> nodes;
+  for (size_t n : order) {
+    const ir::Node& v = variant.graph.nodes[n];
+    bool same = false;
+    if (!v.outputs.empty()) {
+      const int64_t b = base_index.producer(v.outputs.front());
+      same = b >= 0 && same_node(v, variant, base.graph.nodes[static_cast<size_t>(b)], base);
+    }
+    for (const std::string& in : v.inputs) same = same && !changed.contains(in);
+    if (same) continue;
+    nodes.push_back(n);
+    for (const std::string& out : v.outputs) changed.insert(out);
+  }
+
+  Cut cut;
+  cut.sub.ir_version = variant.ir_version;
+  cut.sub.opset_imports = variant.opset_imports;
+  cut.sub.graph.name = variant.graph.name + "_cut";
+  cut.nodes = static_cast<int64_t>(nodes.size());
+  std::unordered_set<std::string> seen;
+  for (size_t n : nodes) {
+    const ir::Node& v = variant.graph.nodes[n];
+    for (const std::string& in : v.inputs) {
+      if (in.empty() || changed.contains(in) || !seen.insert(in).second) continue;
+      if (const ir::Tensor* t = variant.graph.initializer(in)) {
+        cut.sub.graph.set_initializer(in, t->view());
+        continue;
+      }
+      cut.boundary.push_back(in);
+      cut.sub.graph.inputs.push_back({in, type_of(base, variant, in), ""});
+    }
+    cut.sub.graph.nodes.push_back(v);
+  }
+  for (const ir::ValueInfo& out : variant.graph.outputs) {
+    if (changed.contains(out.name)) {
+      cut.sub_output.push_back(static_cast<int64_t>(cut.sub.graph.outputs.size()));
+      cut.sub.graph.outputs.push_back(out);
+      continue;
+    }
+    if (!base.graph.is_graph_output(out.name)) {
+      return runtime_error("variant output '{}' is unchanged but not an output of the base model",
+                           out.name);
+    }
+    cut.sub_output.push_back(-1);
+  }
+  return cut;
+}
+
+}  // namespace ptq::sensitivity

@@ -1,0 +1,115 @@
+// `ptq sensitivity` end to end on the example model (examples/fashion_cnn.onnx): the JSON lists
+// every unit, --target-drop meets its target, and the --write model evaluates (with `ptq eval`)
+// to the report's final metric.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/run_ptq.h"
+#include "ptq/calib_cache.h"
+#include "ptq/onnx.h"
+#include "ptq/planner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ptq::testing::run_ptq;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class SensitivityCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ptq_sens_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    const fs::path ex = fs::path(PTQ_SOURCE_DIR) / "examples";
+    model_ = (ex / "fashion_cnn.onnx").string();
+    calib_ = (ex / "data" / "calib.npy").string();
+    test_ = (ex / "data" / "test.npy").string();
+    labels_ = (ex / "data" / "test_labels.npy").string();
+    ASSERT_TRUE(fs::exists(model_)) << model_;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string model_, calib_, test_, labels_;
+};
+
+TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
+  const std::string cache = (dir_ / "c.json").string();
+  auto c = run_ptq({"calibrate", model_, "--data", calib_, "--samples", "128", "--method", "minmax",
+                    "-o", cache, "--quiet"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const std::string report = (dir_ / "r.json").string();
+  const std::string html = (dir_ / "r.html").string();
+  const std::string partial = (dir_ / "p.onnx").string();
+  auto r = run_ptq({"sensitivity", model_, "--cache", cache, "--eval", test_, "--eval-samples", "300",
+                    "--labels", labels_, "--metric", "top1", "--target-drop", "0.002", "-o", report,
+                    "--html", html, "--write", partial});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(report));
+  EXPECT_EQ(j["metric"], "top1");
+  EXPECT_EQ(j["samples"], 300);
+
+  // Every unit of the planner appears once.
+  auto model = ptq::onnx::load_model(model_);
+  ASSERT_TRUE(model);
+  auto table = ptq::calib::read_cache(cache);
+  ASSERT_TRUE(table);
+  auto plan = ptq::planner::plan(*model, *table, {});
+  ASSERT_TRUE(plan);
+  std::vector<std::string> units, layers;
+  for (const auto& u : plan->units) units.push_back(u.name);
+  for (const auto& l : j["layers"]) layers.push_back(l["name"]);
+  std::sort(units.begin(), units.end());
+  std::sort(layers.begin(), layers.end());
+  EXPECT_EQ(layers, units);
+  EXPECT_GE(units.size(), 8u);
+
+  // The selection meets the target.
+  const auto& sel = j["selection"];
+  ASSERT_TRUE(sel["met"].get<bool>()) << sel.dump();
+  const double final_metric = sel["final_metric"].get<double>();
+  EXPECT_GE(final_metric, j["float_metric"].get<double>() - 0.002);
+  EXPECT_EQ(sel["trail"].size(), sel["float_set"].size() + 1);
+
+  // The written model's accuracy (ptq eval) equals the report's final metric.
+  auto e = run_ptq({"eval", partial, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto ej = nlohmann::json::parse(e.out);
+  EXPECT_DOUBLE_EQ(ej["top1"].get<double>(), final_metric);
+
+  // HTML: self-contained, no script, the chart and every layer.
+  const std::string h = slurp(html);
+  EXPECT_NE(h.find("<svg"), std::string::npos);
+  EXPECT_EQ(h.find("<script"), std::string::npos);
+  for (const std::string& u : units) EXPECT_NE(h.find(u), std::string::npos) << u;
+  // The terminal table ranks every unit.
+  EXPECT_NE(r.out.find("rank"), std::string::npos);
+}
+
+TEST_F(SensitivityCli, AllButModeAndUsageErrors) {
+  const std::string report = (dir_ / "r.json").string();
+  auto r = run_ptq({"sensitivity", model_, "--data", calib_, "--samples", "64", "--method", "minmax",
+                    "--eval", test_, "--eval-samples", "64", "--metric", "sqnr", "--mode", "all-but",
+                    "-o", report, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(report));
+  EXPECT_EQ(j["mode"], "all-but");
+  EXPECT_FALSE(j["layers"].empty());
+  auto bad = run_ptq({"sensitivity", model_, "--data", calib_, "--eval", test_, "--metric", "top5",
+                      "-o", report});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  auto neither = run_ptq({"sensitivity", model_, "--eval", test_, "-o", report});
+  EXPECT_EQ(neither.exit_code, 2) << neither.err;
+}
+
+}  // namespace
