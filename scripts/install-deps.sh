@@ -12,6 +12,7 @@ packages=(
   libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
   python3-torch python3-torchvision python3-pil libopenblas0-openmp dataset-fashion-mnist
   clang libclang-rt-14-dev libomp-dev graphviz nodejs
+  chromium
 )
 
 missing=()
