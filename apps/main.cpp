@@ -32,7 +32,6 @@ int main(int argc, char** argv) {
 #define PTQ_COMMAND(name) add(&register_##name, #name, "");
 #include "commands.inc"
 #undef PTQ_COMMAND
-  (void)add;  // unused while commands.inc is empty
 
   try {
     app.parse(argc, argv);
