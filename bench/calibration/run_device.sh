@@ -10,6 +10,7 @@
 #     --ort-samples "A"  ORT sample counts (default "256"; ORT may keep every batch's outputs
 #                        until it builds histograms, so large counts need a lot of memory)
 #     --batch B          batch size for both tools (default 32)
+#     --backends "cpu vulkan"  ptq backends to time (default "cpu"; ratios are against the first)
 #     --threads N        ptq threads (default: all CPUs; ORT uses all by default)
 #     --work DIR         where samples and caches go (default: a temporary folder, removed)
 #     --python PY        a Python with numpy (+ onnxruntime for the ORT rows); default: the
@@ -18,7 +19,7 @@
 #     --skip-ort         time ptq only (e.g. where onnxruntime's Python package is missing)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
 ptq="$(readlink -f "$1")"
 shift
@@ -27,6 +28,7 @@ model="${PTQ_TEST_DATA:-}/models/resnet18.onnx"
 samples="256 2048"
 ort_samples="256"
 batch=32
+backends="cpu"
 threads="$(nproc)"
 work=""
 python=""
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --samples) samples="$2"; shift 2 ;;
     --ort-samples) ort_samples="$2"; shift 2 ;;
     --batch) batch="$2"; shift 2 ;;
+    --backends) backends="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
     --python) python="$2"; shift 2 ;;
@@ -75,10 +78,11 @@ done
 
 field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"; }
 declare -a rows
-run_ptq() {  # run_ptq N -> "seconds rss"
-  local n="$1" m
+run_ptq() {  # run_ptq N BACKEND -> "seconds rss"
+  local n="$1" b="$2" m
   m="$("$python" "$here/measure.py" -- "$ptq" calibrate "$model" --data "$work/calib_$n.npy" \
-        --method entropy --batch "$batch" --threads "$threads" --quiet -o "$work/ptq_$n.json" | tail -1)"
+        --method entropy --batch "$batch" --threads "$threads" --backend "$b" --quiet \
+        -o "$work/ptq_${b}_$n.json" | tail -1)"
   echo "$(echo "$m" | field seconds) $(echo "$m" | field peak_rss_mb)"
 }
 run_ort() {  # run_ort N MODE -> "seconds rss"
@@ -92,12 +96,17 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs;
 echo "model: $model"
 ptq_first=""
 declare -A ptq_time ptq_rss
-for n in $samples; do
-  read -r s r < <(run_ptq "$n") || true
-  [ -n "${r:-}" ] || { echo "run_device: ptq calibrate failed on $n samples" >&2; exit 1; }
-  ptq_time[$n]="$s"; ptq_rss[$n]="$r"
-  [ -n "$ptq_first" ] || ptq_first="$n"
-  rows+=("ptq calibrate (entropy)|$n|$s|$r|ptq|$n")
+first_backend="${backends%% *}"
+for b in $backends; do
+  for n in $samples; do
+    read -r s r < <(run_ptq "$n" "$b") || true
+    [ -n "${r:-}" ] || { echo "run_device: ptq calibrate --backend $b failed on $n samples" >&2; exit 1; }
+    if [ "$b" = "$first_backend" ]; then
+      ptq_time[$n]="$s"; ptq_rss[$n]="$r"
+      [ -n "$ptq_first" ] || ptq_first="$n"
+    fi
+    rows+=("ptq calibrate (entropy, $b)|$n|$s|$r|ptq|$n")
+  done
 done
 if [ "$skip_ort" = 0 ]; then
   for n in $ort_samples; do
@@ -118,7 +127,7 @@ for row in "${rows[@]}"; do
   rr="$(awk -v a="$r" -v b="${ptq_rss[$ref_n]}" 'BEGIN { printf "%.2f", a / b }')"
   printf '%-30s %8s %10.2f %14.1f %14s %14s\n' "$name" "$n" "$s" "$r" "$tr" "$rr"
 done
-echo "(time/ptq and RSS/ptq: against ptq with the same sample count; ratios > 1 mean ptq is faster / smaller)"
+echo "(time/ptq and RSS/ptq: against ptq --backend $first_backend with the same sample count; ratios > 1 mean that row is slower / larger)"
 
 small="$(echo $samples | tr ' ' '\n' | sort -n | head -1)"
 large="$(echo $samples | tr ' ' '\n' | sort -n | tail -1)"

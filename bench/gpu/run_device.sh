@@ -6,7 +6,7 @@
 #
 # Usage: run_device.sh [--cpu] [--out DIR]
 # Where the bench binary comes from, first found:
-#   $PTQ_BENCH_BIN; ./ptq_vulkan_bench beside this script (bench/gpu/package.sh's folder,
+#   $PTQ_BENCH_BIN; ./ptq_vulkan_bench beside this script (bench/package.sh's .dist/,
 #   with its lib/ put on LD_LIBRARY_PATH); otherwise it is built from the source tree this
 #   script sits in (needs cmake, a C++20 compiler, Vulkan headers, glslc, Eigen, fmt, ...).
 # Needs: python3 with torch (CUDA) for the reference; the Vulkan loader (libvulkan.so.1) and
@@ -42,11 +42,11 @@ if [ -n "$bin" ]; then
 else
   root="$(cd "$here/../.." && pwd)"
   [ -f "$root/CMakeLists.txt" ] || fail "no ptq_vulkan_bench beside this script and no source tree to build it"
-  command -v cmake >/dev/null || fail "no ptq_vulkan_bench and no cmake to build one (see bench/gpu/package.sh)"
+  command -v cmake >/dev/null || fail "no ptq_vulkan_bench and no cmake to build one (see bench/package.sh)"
   build="${BUILD_DIR:-$root/build-gpu}"
   echo "run_device: building ptq_vulkan_bench in $build" >&2
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPTQ_NATIVE=ON -DPTQ_TESTS=OFF >&2 \
-    || fail "cmake configure failed (missing dependencies? build elsewhere with bench/gpu/package.sh)"
+    || fail "cmake configure failed (missing dependencies? build elsewhere with bench/package.sh)"
   cmake --build "$build" --target ptq_vulkan_bench -j "$(nproc)" >&2 || fail "build failed"
   bin="$build/bench/ptq_vulkan_bench"
 fi

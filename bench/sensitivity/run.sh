@@ -1,44 +1,65 @@
 #!/usr/bin/env bash
-# Sensitivity sweep speed (issue 8): `ptq sensitivity` (prefix reuse) against the naive cost,
-# units x one full forward pass over the eval set (what re-running each variant whole costs),
-# and against --no-reuse measured directly with --naive. Target: sweep <= 0.6x naive.
-#   bench/sensitivity/run.sh BUILD_DIR TESTDATA_DIR [--naive]
-# TESTDATA_DIR is what scripts/make-testdata.sh fills (models/resnet18.onnx, transformer.onnx).
-# Prints one line per model and eval size; results go to docs/PERF.md by hand.
+# Sensitivity sweep speed (issue 8 item 5): `ptq sensitivity` (prefix reuse) against the naive
+# cost, units x one full FP32 forward pass over the eval set, both from the same run: the
+# report's sweep_seconds (FP32 reference pass + fully quantized pass + every unit's variant)
+# and float_pass_seconds (the FP32 model's pass over the eval set inside it). Target: <= 0.6.
+#   bench/sensitivity/run.sh BUILD_DIR TESTDATA_DIR [SIZES] [MODES] [--naive]
+# SIZES defaults to "64 256", MODES to "only"; --naive also times --no-reuse (every variant
+# run whole) on the same data, the naive cost measured directly. TESTDATA_DIR is what
+# scripts/make-testdata.sh fills (models/resnet18.onnx, transformer.onnx, *.samples.npy).
+# Eval samples: seeded standard-normal inputs shaped like the model's .samples.npy (the
+# models have random weights, so real images would mean nothing more).
+# Prints one line per model, size and mode; results go to docs/PERF.md by hand.
 set -euo pipefail
-build="$1"; data="$2"; naive="${3:-}"
+build="$1"; data="$2"; sizes="${3:-64 256}"; modes="${4:-only}"; naive="${5:-}"
 ptq="$build/ptq"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 PY=/usr/bin/python3
 now() { date +%s.%N; }
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}"
 for model in resnet18 transformer; do
   onnx="$data/models/$model.onnx"
   calib="$data/models/$model.samples.npy"
   [ -f "$data/models/$model.calib.npy" ] && calib="$data/models/$model.calib.npy"
   "$ptq" calibrate "$onnx" --data "$calib" --method minmax -o "$work/$model.cache.json" --quiet
-  for n in 64 256; do
-    # n eval samples: the generated samples repeated with fixed-seed noise.
+  for n in $sizes; do
     $PY - "$data/models/$model.samples.npy" "$work/eval.npy" "$n" <<'PYEOF'
 import sys, numpy as np
-x = np.load(sys.argv[1]); n = int(sys.argv[3])
-reps = np.resize(x, (n,) + x.shape[1:])
-if reps.dtype.kind == 'f':
-    reps = reps + np.random.default_rng(0).normal(0, 0.1, reps.shape).astype(reps.dtype)
-np.save(sys.argv[2], reps)
+shape = np.load(sys.argv[1], mmap_mode='r').shape[1:]
+n = int(sys.argv[3])
+np.save(sys.argv[2], np.random.default_rng(n).standard_normal((n,) + shape, dtype=np.float32))
 PYEOF
-    t0=$(now); "$ptq" run "$onnx" --data "$work/eval.npy" --batch 16 -o "$work/run" > /dev/null; t1=$(now)
-    "$ptq" sensitivity "$onnx" --cache "$work/$model.cache.json" --eval "$work/eval.npy" --batch 16 \
-      --metric sqnr -o "$work/r.json" --quiet; t2=$(now)
-    units=$($PY -c "import json,sys; print(len(json.load(open(sys.argv[1]))['layers']))" "$work/r.json")
-    line=$($PY -c "
-full=$t1-$t0; sweep=$t2-$t1; naive=$units*full
-print(f'$model n=$n units={$units} full_pass={full:.2f}s naive={naive:.1f}s sweep={sweep:.1f}s ratio={sweep/naive:.2f}')")
-    if [ "$naive" = "--naive" ]; then
-      t3=$(now)
-      "$ptq" sensitivity "$onnx" --cache "$work/$model.cache.json" --eval "$work/eval.npy" --batch 16 \
-        --metric sqnr -o "$work/r2.json" --quiet --no-reuse; t4=$(now)
-      line="$line no_reuse=$($PY -c "print(f'{$t4-$t3:.1f}s')")"
-    fi
-    echo "$line"
+    for mode in $modes; do
+      t0=$(now)
+      "$ptq" sensitivity "$onnx" --cache "$work/$model.cache.json" --eval "$work/eval.npy" \
+        --batch 16 --metric sqnr --mode "$mode" -o "$work/r.json" --quiet
+      t1=$(now)
+      line=$($PY - "$work/r.json" "$model" "$n" "$mode" "$t0" "$t1" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+units = len(r['layers']); full = r['float_pass_seconds']; sweep = r['sweep_seconds']
+wall = float(sys.argv[6]) - float(sys.argv[5])
+naive = units * full
+print(f"{sys.argv[2]:<12} n={sys.argv[3]:<4} {sys.argv[4]:<8} units={units:<3} full_pass={full:7.2f}s "
+      f"naive={naive:8.1f}s sweep={sweep:7.1f}s (process {wall:6.1f}s) ratio={sweep / naive:.2f}")
+PYEOF
+)
+      if [ "$naive" = "--naive" ]; then
+        t2=$(now)
+        "$ptq" sensitivity "$onnx" --cache "$work/$model.cache.json" --eval "$work/eval.npy" \
+          --batch 16 --metric sqnr --mode "$mode" -o "$work/r2.json" --quiet --no-reuse
+        t3=$(now)
+        line="$line $($PY - "$work/r.json" "$work/r2.json" <<'PYEOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+same = [x['name'] for x in a['layers']] == [x['name'] for x in b['layers']]
+print(f"no_reuse={b['sweep_seconds']:.1f}s vs_no_reuse={a['sweep_seconds'] / b['sweep_seconds']:.2f} "
+      f"same_ranking={same}")
+PYEOF
+)"
+      fi
+      echo "$line"
+    done
   done
 done

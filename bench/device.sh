@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Every GPU-machine benchmark in one call, from a package made here by bench/package.sh
+# (DIST, default .dist/: ptq, ptq_vulkan_bench and the shared libraries they need in lib/):
+#   1. bench/gpu/run_device.sh --cpu: GEMM TFLOP/s and ResNet-18 batch 32 against PyTorch fp32
+#      (TF32 off) on the same GPU, and entropy calibration on Vulkan vs the CPU executor;
+#   2. bench/calibration/run_device.sh: `ptq calibrate --method entropy` on ResNet-18 (exported
+#      there by scripts/export_models.py) with --backend cpu and vulkan, 256 and 2,048 samples,
+#      against ONNX Runtime's quantize_static with 256 samples, with peak RSS.
+# Logs go to OUT (default /tmp/ptq-device). Usage: bench/device.sh [gpu] [calib]
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dist="${DIST:-$root/.dist}"
+out="${OUT:-/tmp/ptq-device}"
+mkdir -p "$out"
+steps="${*:-gpu calib}"
+export LD_LIBRARY_PATH="$dist/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f "$icd" ] && export VK_DRIVER_FILES="$icd"
+
+{
+  echo "date: $(date -u)"
+  lscpu | grep -E '^(Model name|CPU\(s\)|Flags)' | cut -c1-200
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv 2>/dev/null
+  python3 -c 'import torch, onnxruntime; print("torch", torch.__version__, "onnxruntime", onnxruntime.__version__)'
+} 2>&1 | tee "$out/machine.txt"
+
+if [[ " $steps " == *" gpu "* ]]; then
+  PTQ_BENCH_BIN="$dist/ptq_vulkan_bench" bash "$root/bench/gpu/run_device.sh" --cpu --out "$out" 2>&1 \
+    | tee "$out/gpu.log"
+fi
+if [[ " $steps " == *" calib "* ]]; then
+  models=/tmp/ptq-models
+  mkdir -p "$models"
+  [ -f "$models/resnet18.onnx" ] || python3 "$root/scripts/export_models.py" resnet18 "$models" 2>&1 | tail -3
+  bash "$root/bench/calibration/run_device.sh" "$dist/ptq" --model "$models/resnet18.onnx" \
+    --samples "${CALIB_SAMPLES:-256 2048}" --ort-samples 256 --backends "cpu vulkan" 2>&1 \
+    | tee "$out/calib.log"
+fi

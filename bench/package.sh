@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packages ptq and ptq_vulkan_bench, built HERE for another x86-64 machine (the GPU machine),
+# with the shared libraries they need that a bare machine lacks, into DIST (default .dist/):
+#   bench/package.sh [BUILD_DIR] [DIST]
+# BUILD_DIR (default build-dist) is configured with -DPTQ_MARCH=x86-64-v3 (AVX2+FMA: -march=native
+# here is Zen 5 and may not run on the GPU machine's Xeon). The C runtime and the Vulkan loader
+# stay out: they come from the GPU machine (the loader from the carried .gl/ packages).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build-dist}"
+dist="${2:-$root/.dist}"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPTQ_MARCH=x86-64-v3 -DPTQ_TESTS=OFF \
+  -DPTQ_BENCH=ON >/dev/null
+cmake --build "$build" --target ptq ptq_vulkan_bench -j "${JOBS:-2}"
+rm -rf "$dist"
+mkdir -p "$dist/lib"
+cp "$build/ptq" "$build/bench/ptq_vulkan_bench" "$dist/"
+for bin in "$dist/ptq" "$dist/ptq_vulkan_bench"; do
+  ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libvulkan.so*) ;;
+      *) cp -L "$lib" "$dist/lib/" ;;
+    esac
+  done
+done
+echo "package: $dist ($(du -sh "$dist" | cut -f1)); needs glibc >= $(ldd --version | head -1 | awk '{print $NF}')"
