@@ -3,8 +3,8 @@
 # with the shared libraries they need that a bare machine lacks, into DIST (default .dist/):
 #   bench/package.sh [BUILD_DIR] [DIST]
 # BUILD_DIR (default build-dist) is configured with -DPTQ_MARCH=x86-64-v3 (AVX2+FMA: -march=native
-# here is Zen 5 and may not run on the GPU machine's Xeon). The C runtime and the Vulkan loader
-# stay out: they come from the GPU machine (the loader from the carried .gl/ packages).
+# here is Zen 5 and may not run on the GPU machine's Xeon). The C and C++ runtimes and the Vulkan
+# loader stay out: the GPU machine's own are newer (the loader comes from the carried .gl/).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build-dist}"
@@ -18,7 +18,7 @@ cp "$build/ptq" "$build/bench/ptq_vulkan_bench" "$dist/"
 for bin in "$dist/ptq" "$dist/ptq_vulkan_bench"; do
   ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
-      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libvulkan.so*) ;;
+      libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libvulkan.so*) ;;
       *) cp -L "$lib" "$dist/lib/" ;;
     esac
   done
