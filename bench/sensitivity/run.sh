@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Sensitivity sweep speed (issue 8 item 5): `ptq sensitivity` (prefix reuse) against the naive
 # cost, units x one full FP32 forward pass over the eval set, both from the same run: the
-# report's sweep_seconds (FP32 reference pass + fully quantized pass + every unit's variant)
+# report's sweep_seconds (FP32 reference pass + fully quantized model + every unit's variant)
 # and float_pass_seconds (the FP32 model's pass over the eval set inside it). Target: <= 0.6.
-#   bench/sensitivity/run.sh BUILD_DIR TESTDATA_DIR [SIZES] [MODES] [--naive]
-# SIZES defaults to "64 256", MODES to "only"; --naive also times --no-reuse (every variant
-# run whole) on the same data, the naive cost measured directly. TESTDATA_DIR is what
-# scripts/make-testdata.sh fills (models/resnet18.onnx, transformer.onnx, *.samples.npy).
+# The same ratio from process CPU time (sweep_cpu_seconds, float_pass_cpu_seconds) is printed
+# too: on a shared machine it is far steadier than wall time.
+#   [REPEAT=N] [MODELS="resnet18 transformer"] bench/sensitivity/run.sh BUILD_DIR TESTDATA_DIR [SIZES] [MODES] [--naive]
+# SIZES defaults to "64 256", MODES to "only"; REPEAT runs each point N times (one line each);
+# --naive also times --no-reuse (every variant run whole) on the same data, the naive cost
+# measured directly. TESTDATA_DIR is what scripts/make-testdata.sh fills.
 # Eval samples: seeded standard-normal inputs shaped like the model's .samples.npy (the
 # models have random weights, so real images would mean nothing more).
 # Prints one line per model, size and mode; results go to docs/PERF.md by hand.
@@ -18,7 +20,7 @@ PY=/usr/bin/python3
 now() { date +%s.%N; }
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}"
-for model in resnet18 transformer; do
+for model in ${MODELS:-resnet18 transformer}; do
   onnx="$data/models/$model.onnx"
   calib="$data/models/$model.samples.npy"
   [ -f "$data/models/$model.calib.npy" ] && calib="$data/models/$model.calib.npy"
@@ -31,6 +33,7 @@ n = int(sys.argv[3])
 np.save(sys.argv[2], np.random.default_rng(n).standard_normal((n,) + shape, dtype=np.float32))
 PYEOF
     for mode in $modes; do
+     for rep in $(seq "${REPEAT:-1}"); do
       t0=$(now)
       "$ptq" sensitivity "$onnx" --cache "$work/$model.cache.json" --eval "$work/eval.npy" \
         --batch 16 --metric sqnr --mode "$mode" -o "$work/r.json" --quiet
@@ -41,8 +44,10 @@ r = json.load(open(sys.argv[1]))
 units = len(r['layers']); full = r['float_pass_seconds']; sweep = r['sweep_seconds']
 wall = float(sys.argv[6]) - float(sys.argv[5])
 naive = units * full
+cpu = r['sweep_cpu_seconds'] / (units * r['float_pass_cpu_seconds'])
 print(f"{sys.argv[2]:<12} n={sys.argv[3]:<4} {sys.argv[4]:<8} units={units:<3} full_pass={full:7.2f}s "
-      f"naive={naive:8.1f}s sweep={sweep:7.1f}s (process {wall:6.1f}s) ratio={sweep / naive:.2f}")
+      f"naive={naive:8.1f}s sweep={sweep:7.1f}s (process {wall:6.1f}s) ratio={sweep / naive:.2f} "
+      f"cpu_ratio={cpu:.2f}")
 PYEOF
 )
       if [ "$naive" = "--naive" ]; then
@@ -60,6 +65,7 @@ PYEOF
 )"
       fi
       echo "$line"
+     done
     done
   done
 done

@@ -7,16 +7,22 @@
 //
 // Speed: a variant differs from a base model (FP32 for kOnly, fully quantized for kAllBut) only
 // downstream of the unit's Q/DQ. make_cut() finds the nodes that differ; sweep() runs the base
-// model once per eval batch, keeps the tensors at the cut, and runs only the differing subgraph
-// per unit. With reuse off every variant runs whole (the naive cost): results are identical.
+// model once per eval batch, keeps the tensors at the cut (asked for as extra graph outputs, so
+// any backend can hand them over), and runs only the differing subgraph per unit. With reuse
+// off every variant runs whole (the naive cost): results are identical.
+//
+// Backends: executors come from an ExecutorFactory, so a sweep runs on the CPU backend or on
+// Vulkan (the app builds the factory from --backend/--device).
 //
 //   sensitivity::Evaluator ev;  // FP32 reference outputs of the eval set (and labels)
-//   PTQ_ASSIGN_OR_RETURN(ev, sensitivity::Evaluator::create(model, backend, eval, &labels, {}));
-//   PTQ_ASSIGN_OR_RETURN(auto r, sensitivity::sweep(model, table, ev, options));
+//   PTQ_ASSIGN_OR_RETURN(ev, sensitivity::Evaluator::create(model, backend_executors(backend),
+//                                                          eval, &labels, {}));
+//   PTQ_ASSIGN_OR_RETURN(auto r, sensitivity::sweep(table, ev, options));
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +57,15 @@ struct Score {
   std::vector<double> per_output;   // per graph output (top1: one entry, the first output's)
 };
 
+// Makes an executor for `model` (the FP32 model, a variant, a cut subgraph) with `threads` CPU
+// threads; `model` is borrowed and outlives the executor. Called from several threads at once
+// when a sweep runs units in parallel.
+using ExecutorFactory =
+    std::function<Expected<std::unique_ptr<runtime::Executor>>(const ir::Model& model, int threads)>;
+
+// Executors on `backend` (borrowed: it must outlive every executor made).
+ExecutorFactory backend_executors(runtime::Backend& backend);
+
 // The eval set and the FP32 outputs every variant is compared with (held in memory: one copy
 // of the model's outputs for the eval set).
 class Evaluator {
@@ -59,12 +74,18 @@ class Evaluator {
     Metric metric = Metric::kSqnr;
     int threads = 1;  // executor threads
   };
-  // Runs `model` (float) over `eval` (bound to model's graph) on `backend`. `labels` (one per
-  // delivered sample, in delivery order) is used by top1 only; null: agreement with FP32.
-  // `model`, `backend` and `eval` are borrowed and must outlive the evaluator.
-  static Expected<Evaluator> create(const ir::Model& model, runtime::Backend& backend,
+  // Runs `model` (float) over `eval` (bound to model's graph) on executors from `executors`.
+  // `labels` (one per delivered sample, in delivery order) is used by top1 only; null:
+  // agreement with FP32. `model` and `eval` are borrowed and must outlive the evaluator.
+  static Expected<Evaluator> create(const ir::Model& model, ExecutorFactory executors,
                                     const data::Dataset& eval, const std::vector<int64_t>* labels,
                                     const Options& options);
+  // The same on `backend` (borrowed).
+  static Expected<Evaluator> create(const ir::Model& model, runtime::Backend& backend,
+                                    const data::Dataset& eval, const std::vector<int64_t>* labels,
+                                    const Options& options) {
+    return create(model, backend_executors(backend), eval, labels, options);
+  }
 
   // Evaluates a whole model (e.g. a variant or the partial model) on the eval set.
   Expected<Score> evaluate(const ir::Model& variant) const;
@@ -87,28 +108,40 @@ class Evaluator {
   Metric metric() const { return options_.metric; }
   int threads() const { return options_.threads; }
   const ir::Model& model() const { return *model_; }
-  runtime::Backend& backend() const { return *backend_; }
+  // An executor from the factory the evaluator was made with (`m` borrowed).
+  Expected<std::unique_ptr<runtime::Executor>> make_executor(const ir::Model& m, int threads) const {
+    return executors_(m, threads);
+  }
   const data::Dataset& data() const { return *eval_; }
   int64_t num_batches() const { return static_cast<int64_t>(reference_.size()); }
   const runtime::NamedTensors& reference(int64_t batch) const {
     return reference_[static_cast<size_t>(batch)];
   }
   bool has_labels() const { return !labels_.empty(); }
+  // Wall time of the FP32 model's run over the eval set in create() (executor preparation
+  // excluded): one full forward pass, the unit of the naive sweep cost. Also as CPU time of
+  // the process (all threads), steadier than wall time on a machine shared with other work.
+  double float_pass_seconds() const { return float_pass_seconds_; }
+  double float_pass_cpu_seconds() const { return float_pass_cpu_seconds_; }
 
  private:
   const ir::Model* model_ = nullptr;
-  runtime::Backend* backend_ = nullptr;
+  ExecutorFactory executors_;
   const data::Dataset* eval_ = nullptr;
   Options options_;
   std::vector<int64_t> labels_;
   std::vector<runtime::NamedTensors> reference_;  // FP32 outputs per batch
   Score float_score_;
+  double float_pass_seconds_ = 0.0;
+  double float_pass_cpu_seconds_ = 0.0;
 };
 
 // ---- Prefix reuse ---------------------------------------------------------------------------
 
 // The part of `variant` that differs from `base`: every node with no identical node (op,
-// inputs, outputs, attributes, initializer contents) in base, and everything downstream of one.
+// inputs, outputs, attributes, initializer contents) in base, everything downstream of one,
+// and the shape computations (Shape, Gather, Concat on constants …) those nodes read, so that
+// a backend that needs shape inputs computable from its own graph (Vulkan) can run the cut.
 struct Cut {
   ir::Model sub;                      // those nodes; inputs = `boundary`; initializers borrowed
   std::vector<std::string> boundary;  // base tensors the subgraph reads (activations, inputs)
@@ -118,6 +151,14 @@ struct Cut {
 };
 // `variant` must outlive the result (the subgraph borrows its initializers).
 Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant);
+
+// A copy of `model` whose initializers borrow model's memory (`model` must outlive it). Safe
+// to quantize: the planner replaces initializers, it never writes into one.
+ir::Model borrowing_copy(const ir::Model& model);
+// A borrowing copy of `base` with `values` appended to its graph outputs (those that are not
+// already outputs, inputs or initializers): one run of it hands over the values at every cut,
+// on any backend.
+ir::Model with_outputs(const ir::Model& base, const std::vector<std::string>& values);
 
 // ---- Sweep ----------------------------------------------------------------------------------
 
@@ -132,7 +173,10 @@ struct SweepOptions {
   Mode mode = Mode::kOnly;
   planner::PlanOptions plan{};  // only_units / skip_units are set per variant
   bool reuse = true;            // prefix reuse (cut) instead of whole-model runs
-  int parallel = 1;             // units evaluated concurrently (each with its own executor)
+  // Workers evaluating units concurrently: the units are dealt among them and each worker
+  // runs its units' cuts merged into one graph on one executor (ev.threads() / parallel
+  // threads each).
+  int parallel = 1;
   // Called with (work items done, total) after each eval batch, a work item being one unit on
   // one batch; on the calling thread.
   std::function<void(int64_t, int64_t)> progress;

@@ -57,14 +57,52 @@ ir::TypeInfo type_of(const ir::Model& base, const ir::Model& variant, const std:
   return t;
 }
 
+// Values computable from constants and shapes alone. The Vulkan executor needs an op's shape
+// inputs (Reshape's shape, …) to be such values of its own graph, so a cut recomputes them
+// (Shape, Gather, Concat on a few integers) instead of reading them at its boundary.
+std::unordered_set<std::string> shape_values(const ir::Graph& g, const std::vector<size_t>& order) {
+  std::unordered_set<std::string> s;
+  for (const ir::Initializer& i : g.initializers()) s.insert(i.name);
+  for (size_t n : order) {
+    const ir::Node& node = g.nodes[n];
+    bool all = !node.inputs.empty() || node.op_type == "Constant";
+    for (const std::string& in : node.inputs) all = all && (in.empty() || s.contains(in));
+    const bool of_shape = node.in_default_domain() && (node.op_type == "Shape" || node.op_type == "Size");
+    if (!all && !of_shape) continue;
+    for (const std::string& out : node.outputs) s.insert(out);
+  }
+  return s;
+}
+
+// Adds to `in_cut` the producers of the shape values the cut's nodes read, and theirs in turn.
+void add_shape_producers(const ir::Graph& g, const std::unordered_set<std::string>& statics,
+                         std::vector<bool>& in_cut) {
+  const ir::GraphIndex index(g);
+  std::vector<size_t> work;
+  for (size_t n = 0; n < in_cut.size(); ++n) {
+    if (in_cut[n]) work.push_back(n);
+  }
+  while (!work.empty()) {
+    const ir::Node& node = g.nodes[work.back()];
+    work.pop_back();
+    for (const std::string& in : node.inputs) {
+      if (in.empty() || !statics.contains(in)) continue;
+      const int64_t p = index.producer(in);
+      if (p < 0 || in_cut[static_cast<size_t>(p)]) continue;
+      in_cut[static_cast<size_t>(p)] = true;
+      work.push_back(static_cast<size_t>(p));
+    }
+  }
+}
+
 }  // namespace
 
 Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
   const ir::GraphIndex base_index(base.graph);
   PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(variant.graph));
 
-  std::unordered_set<std::string> changed;  // values the subgraph produces
-  std::vector<size_t> nodes;
+  std::unordered_set<std::string> changed;  // values that differ from the base's
+  std::vector<bool> in_cut(variant.graph.nodes.size(), false);
   for (size_t n : order) {
     const ir::Node& v = variant.graph.nodes[n];
     bool same = false;
@@ -74,20 +112,26 @@ Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
     }
     for (const std::string& in : v.inputs) same = same && !changed.contains(in);
     if (same) continue;
-    nodes.push_back(n);
+    in_cut[n] = true;
     for (const std::string& out : v.outputs) changed.insert(out);
   }
+  add_shape_producers(variant.graph, shape_values(variant.graph, order), in_cut);
 
   Cut cut;
   cut.sub.ir_version = variant.ir_version;
   cut.sub.opset_imports = variant.opset_imports;
   cut.sub.graph.name = variant.graph.name + "_cut";
-  cut.nodes = static_cast<int64_t>(nodes.size());
+  std::unordered_set<std::string> produced;
+  for (size_t n : order) {
+    if (!in_cut[n]) continue;
+    for (const std::string& out : variant.graph.nodes[n].outputs) produced.insert(out);
+  }
   std::unordered_set<std::string> seen;
-  for (size_t n : nodes) {
+  for (size_t n : order) {
+    if (!in_cut[n]) continue;
     const ir::Node& v = variant.graph.nodes[n];
     for (const std::string& in : v.inputs) {
-      if (in.empty() || changed.contains(in) || !seen.insert(in).second) continue;
+      if (in.empty() || produced.contains(in) || !seen.insert(in).second) continue;
       if (const ir::Tensor* t = variant.graph.initializer(in)) {
         cut.sub.graph.set_initializer(in, t->view());
         continue;
@@ -97,6 +141,7 @@ Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
     }
     cut.sub.graph.nodes.push_back(v);
   }
+  cut.nodes = static_cast<int64_t>(cut.sub.graph.nodes.size());
   for (const ir::ValueInfo& out : variant.graph.outputs) {
     if (changed.contains(out.name)) {
       cut.sub_output.push_back(static_cast<int64_t>(cut.sub.graph.outputs.size()));
@@ -110,6 +155,27 @@ Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
     cut.sub_output.push_back(-1);
   }
   return cut;
+}
+
+ir::Model borrowing_copy(const ir::Model& model) {
+  ir::Model copy = model;
+  std::vector<ir::Initializer>& inits = copy.graph.mutable_initializers();
+  for (size_t i = 0; i < inits.size(); ++i) {
+    inits[i].tensor = model.graph.initializers()[i].tensor.view();
+  }
+  return copy;
+}
+
+ir::Model with_outputs(const ir::Model& base, const std::vector<std::string>& values) {
+  ir::Model m = borrowing_copy(base);
+  std::unordered_set<std::string> have;
+  for (const ir::ValueInfo& v : m.graph.outputs) have.insert(v.name);
+  for (const ir::ValueInfo& v : m.graph.inputs) have.insert(v.name);
+  for (const std::string& name : values) {
+    if (base.graph.initializer(name) != nullptr || !have.insert(name).second) continue;
+    m.graph.outputs.push_back({name, type_of(base, base, name), ""});
+  }
+  return m;
 }
 
 }  // namespace ptq::sensitivity

@@ -1,5 +1,7 @@
 // Metrics of a variant against the FP32 reference outputs, and the Evaluator holding them.
+#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <limits>
 
 #include "ptq/sensitivity.h"
@@ -121,12 +123,18 @@ Score Evaluator::Tally::score(const Evaluator& ev) const {
   return s;
 }
 
-Expected<Evaluator> Evaluator::create(const ir::Model& model, runtime::Backend& backend,
+ExecutorFactory backend_executors(runtime::Backend& backend) {
+  return [&backend](const ir::Model& m, int threads) {
+    return runtime::Executor::create(m, backend, {.threads = threads});
+  };
+}
+
+Expected<Evaluator> Evaluator::create(const ir::Model& model, ExecutorFactory executors,
                                       const data::Dataset& eval, const std::vector<int64_t>* labels,
                                       const Options& options) {
   Evaluator ev;
   ev.model_ = &model;
-  ev.backend_ = &backend;
+  ev.executors_ = std::move(executors);
   ev.eval_ = &eval;
   ev.options_ = options;
   if (eval.size() == 0) return invalid_input("the eval data holds no samples");
@@ -136,23 +144,30 @@ Expected<Evaluator> Evaluator::create(const ir::Model& model, runtime::Backend& 
     }
     ev.labels_ = *labels;
   }
-  PTQ_ASSIGN_OR_RETURN(auto exec, runtime::Executor::create(model, backend, {.threads = options.threads}));
+  PTQ_ASSIGN_OR_RETURN(auto exec, ev.make_executor(model, options.threads));
+  const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   for (int64_t b = 0; b < eval.num_batches(); ++b) {
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors in, eval.batch(b));
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors out, exec->run(in));
     ev.reference_.push_back(std::move(out));
   }
+  ev.float_pass_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ev.float_pass_cpu_seconds_ = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   if (!ev.reference_.empty() && ev.reference_.front().empty()) {
     return invalid_input("the model has no outputs");
   }
   Tally t;
-  for (int64_t b = 0; b < ev.num_batches(); ++b) PTQ_RETURN_IF_ERROR(t.add(ev, b, ev.reference_[static_cast<size_t>(b)]));
+  for (int64_t b = 0; b < ev.num_batches(); ++b) {
+    PTQ_RETURN_IF_ERROR(t.add(ev, b, ev.reference_[static_cast<size_t>(b)]));
+  }
   ev.float_score_ = t.score(ev);
   return ev;
 }
 
 Expected<Score> Evaluator::evaluate(const ir::Model& variant) const {
-  PTQ_ASSIGN_OR_RETURN(auto exec, runtime::Executor::create(variant, *backend_, {.threads = options_.threads}));
+  PTQ_ASSIGN_OR_RETURN(auto exec, make_executor(variant, options_.threads));
   Tally t;
   for (int64_t b = 0; b < num_batches(); ++b) {
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors in, eval_->batch(b));

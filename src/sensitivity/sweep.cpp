@@ -1,45 +1,40 @@
 // sweep(): one variant per unit, evaluated batch by batch. With reuse, the base model runs once
-// per batch and keeps the values at every unit's cut; each unit then runs only its subgraph.
+// per batch and hands over the values at every unit's cut as extra outputs (so any backend
+// works); each unit then runs only its subgraph. The units' models are merged into one graph
+// per worker (merge.h), so a backend prepares one model per worker, not one per unit.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
-#include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "merge.h"
 #include "ptq/sensitivity.h"
 
 namespace ptq::sensitivity {
 
 namespace {
 
-// Keeps host copies of the named values of one run.
-class Capture : public runtime::Observer {
- public:
-  explicit Capture(std::vector<std::string> names) : names_(std::move(names)) {}
-  std::vector<std::string> wanted(const ir::Graph&) override { return names_; }
-  Status observe(const runtime::ObservedTensor& t) override {
-    if (t.host == nullptr) return runtime_error("value '{}' is not on the host", t.name);
-    ir::Tensor copy(t.dtype, t.shape);
-    if (t.host->nbytes() > 0) std::memcpy(copy.raw(), t.host->raw(), t.host->nbytes());
-    values[t.name] = std::move(copy);
-    return Status::ok();
-  }
-  std::unordered_map<std::string, ir::Tensor> values;
-
- private:
-  std::vector<std::string> names_;
-};
-
 struct Job {
-  planner::Unit unit;
+  std::string name;            // the unit's ("" for the fully quantized model)
+  planner::PlanOptions plan;   // what the variant quantizes
   std::unique_ptr<ir::Model> variant;  // stable address: the cut borrows its initializers
   std::optional<Cut> cut;
-  std::unique_ptr<runtime::Executor> exec;
   Evaluator::Tally tally;
+  Status status;
+
+  // What runs per batch: the cut, or the whole variant.
+  const ir::Model& part() const { return cut ? cut->sub : *variant; }
+};
+
+// Jobs whose parts run merged on one executor (one group per worker).
+struct Group {
+  std::vector<size_t> jobs;
+  Merged merged;
+  std::unique_ptr<runtime::Executor> exec;
   Status status;
 };
 
@@ -50,57 +45,108 @@ planner::PlanOptions unit_options(planner::PlanOptions p, Mode mode, const std::
   return p;
 }
 
-// Outputs of one variant on one batch.
-Expected<runtime::NamedTensors> run_job(Job& job, const runtime::NamedTensors& inputs,
-                                        const runtime::NamedTensors& base_out,
-                                        const Capture& capture) {
-  if (!job.cut) return job.exec->run(inputs);
-  runtime::NamedTensors feed;
-  for (const std::string& name : job.cut->boundary) {
-    auto in = std::find_if(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == name; });
-    if (in != inputs.end()) {
-      feed.emplace_back(name, in->second.view());
-      continue;
-    }
-    auto it = capture.values.find(name);
-    if (it == capture.values.end()) return runtime_error("value '{}' at the cut was not captured", name);
-    feed.emplace_back(name, it->second.view());
+// `model` quantized per `plan`. Given a borrowing copy of the float model, the float weights the
+// planner leaves alone stay borrowed, so a sweep holds one copy of them, not one per unit.
+Expected<ir::Model> quantized_copy(const ir::Model& model, const calib::CalibrationTable& table,
+                                   const planner::PlanOptions& plan) {
+  ir::Model m = model;
+  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult r, planner::quantize(m, table, plan));
+  (void)r;
+  return m;
+}
+
+// One run of the base model: its own outputs and the values at the cuts, by name.
+struct BaseRun {
+  runtime::NamedTensors outputs;                       // the base model's graph outputs
+  std::unordered_map<std::string, ir::Tensor> values;  // the extra outputs (cut values)
+};
+
+Expected<BaseRun> run_base(runtime::Executor& exec, size_t base_outputs,
+                           const runtime::NamedTensors& inputs) {
+  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors all, exec.run(inputs));
+  BaseRun r;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i < base_outputs) r.outputs.push_back(std::move(all[i]));
+    else r.values.emplace(std::move(all[i].first), std::move(all[i].second));
   }
-  runtime::NamedTensors sub_out;
-  if (!feed.empty() || job.cut->nodes > 0) {
-    PTQ_ASSIGN_OR_RETURN(sub_out, job.exec->run(feed));
+  return r;
+}
+
+const ir::Tensor* find_named(const runtime::NamedTensors& list, const std::string& name) {
+  auto it = std::find_if(list.begin(), list.end(), [&](const auto& p) { return p.first == name; });
+  return it == list.end() ? nullptr : &it->second;
+}
+
+// A value a part reads: a graph input, or one the base run handed over.
+Expected<ir::Tensor> fed_value(const std::string& name, const runtime::NamedTensors& inputs,
+                               const BaseRun& base) {
+  const ir::Tensor* t = find_named(inputs, name);
+  if (t == nullptr) t = find_named(base.outputs, name);
+  if (t == nullptr) {
+    auto it = base.values.find(name);
+    if (it == base.values.end()) return runtime_error("value '{}' at the cut was not kept", name);
+    t = &it->second;
   }
+  return t->view();
+}
+
+// The variant's outputs, given its part's outputs (`part_out`, consumed) and the base run.
+Expected<runtime::NamedTensors> variant_outputs(const Job& job, std::vector<ir::Tensor> part_out,
+                                                const BaseRun& base) {
   runtime::NamedTensors out;
   const auto& outputs = job.variant->graph.outputs;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const int64_t s = job.cut->sub_output[i];
+    const int64_t s = job.cut ? job.cut->sub_output[i] : static_cast<int64_t>(i);
     if (s >= 0) {
-      out.emplace_back(outputs[i].name, std::move(sub_out[static_cast<size_t>(s)].second));
+      out.emplace_back(outputs[i].name, std::move(part_out[static_cast<size_t>(s)]));
       continue;
     }
-    auto it = std::find_if(base_out.begin(), base_out.end(),
-                           [&](const auto& p) { return p.first == outputs[i].name; });
-    if (it == base_out.end()) return runtime_error("base output '{}' missing", outputs[i].name);
-    out.emplace_back(outputs[i].name, it->second.view());
+    const ir::Tensor* t = find_named(base.outputs, outputs[i].name);
+    if (t == nullptr) return runtime_error("base output '{}' missing", outputs[i].name);
+    out.emplace_back(outputs[i].name, t->view());
   }
   return out;
 }
 
-Status prepare_job(Job& job, const ir::Model& base, const calib::CalibrationTable& table,
-                   const Evaluator& ev, const SweepOptions& o, int threads, bool reuse) {
-  PTQ_ASSIGN_OR_RETURN(ir::Model v, partial_model(ev.model(), table,
-                                                  unit_options(o.plan, o.mode, job.unit.name), {}));
-  job.variant = std::make_unique<ir::Model>(std::move(v));
-  if (reuse) {
-    auto cut = make_cut(base, *job.variant);
-    if (cut && cut->nodes > 0) job.cut = std::move(*cut);
+// Runs a group on one batch and adds each job's outputs to its tally.
+Status run_group(Group& g, std::vector<Job>& jobs, const Evaluator& ev, int64_t batch,
+                 const runtime::NamedTensors& inputs, const BaseRun& base) {
+  runtime::NamedTensors feed;
+  for (const ir::ValueInfo& v : g.merged.model.graph.inputs) {
+    PTQ_ASSIGN_OR_RETURN(ir::Tensor t, fed_value(v.name, inputs, base));
+    feed.emplace_back(v.name, std::move(t));
   }
-  const ir::Model& run_model = job.cut ? job.cut->sub : *job.variant;
-  PTQ_ASSIGN_OR_RETURN(job.exec, runtime::Executor::create(run_model, ev.backend(), {.threads = threads}));
+  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors all, g.exec->run(feed));
+  for (size_t k = 0; k < g.jobs.size(); ++k) {
+    Job& job = jobs[g.jobs[k]];
+    std::vector<ir::Tensor> part_out;
+    for (size_t o : g.merged.outputs[k]) part_out.push_back(std::move(all[o].second));
+    auto out = variant_outputs(job, std::move(part_out), base);
+    job.status = out ? job.tally.add(ev, batch, *out) : out.status();
+  }
   return Status::ok();
 }
 
-// Runs `fn(i)` for i in [0, n) on up to `workers` threads; returns the first error.
+Status prepare_job(Job& job, const ir::Model& borrowed, const ir::Model& base,
+                   const calib::CalibrationTable& table, bool reuse) {
+  PTQ_ASSIGN_OR_RETURN(ir::Model v, quantized_copy(borrowed, table, job.plan));
+  job.variant = std::make_unique<ir::Model>(std::move(v));
+  if (!reuse) return Status::ok();
+  // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
+  auto cut = make_cut(base, *job.variant);
+  if (cut && cut->nodes > 0) job.cut = std::move(*cut);
+  return Status::ok();
+}
+
+Status prepare_group(Group& g, const std::vector<Job>& jobs, const Evaluator& ev, int threads) {
+  std::vector<const ir::Model*> parts;
+  for (size_t j : g.jobs) parts.push_back(&jobs[j].part());
+  PTQ_ASSIGN_OR_RETURN(g.merged, merge_models(parts));
+  PTQ_ASSIGN_OR_RETURN(g.exec, ev.make_executor(g.merged.model, threads));
+  return Status::ok();
+}
+
+// Runs `fn(i)` for i in [0, n) on up to `workers` threads.
 template <typename Fn>
 void parallel_for(size_t n, int workers, Fn fn) {
   if (workers <= 1 || n <= 1) {
@@ -118,17 +164,50 @@ void parallel_for(size_t n, int workers, Fn fn) {
   for (std::thread& t : pool) t.join();
 }
 
+// The values every job's cut reads, sorted and unique.
+std::vector<std::string> cut_values(const std::vector<Job>& jobs) {
+  std::vector<std::string> wanted;
+  for (const Job& job : jobs) {
+    if (job.cut) wanted.insert(wanted.end(), job.cut->boundary.begin(), job.cut->boundary.end());
+  }
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  return wanted;
+}
+
+Status with_unit(const Job& job) {
+  if (job.status.is_ok()) return Status::ok();
+  const std::string what = job.name.empty() ? "the quantized model" : "unit '" + job.name + "'";
+  return Status(job.status.code(), what + ": " + job.status.message());
+}
+
+// One job per unit, then (unless the base run scores it) one for the fully quantized model.
+std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o, bool base_is_quantized) {
+  std::vector<Job> jobs(plan.units.size() + (base_is_quantized ? 0 : 1));
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    jobs[i].name = plan.units[i].name;
+    jobs[i].plan = unit_options(o.plan, o.mode, plan.units[i].name);
+  }
+  if (!base_is_quantized) jobs.back().plan = o.plan;
+  return jobs;
+}
+
+// `workers` groups of jobs dealt round-robin: jobs come in graph order, so each group gets a
+// like mix of long (early units) and short (late units) parts.
+std::vector<Group> make_groups(size_t jobs, int workers) {
+  std::vector<Group> groups(std::min(jobs, static_cast<size_t>(std::max(1, workers))));
+  for (size_t j = 0; j < jobs; ++j) groups[j % groups.size()].jobs.push_back(j);
+  return groups;
+}
+
 }  // namespace
 
 Expected<ir::Model> partial_model(const ir::Model& model, const calib::CalibrationTable& table,
                                   const planner::PlanOptions& plan,
                                   const std::vector<std::string>& float_set) {
-  ir::Model m = model;
   planner::PlanOptions p = plan;
   p.skip_units.insert(p.skip_units.end(), float_set.begin(), float_set.end());
-  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult r, planner::quantize(m, table, p));
-  (void)r;
-  return m;
+  return quantized_copy(model, table, p);
 }
 
 void rank(std::vector<LayerResult>& layers, Metric metric, Mode mode) {
@@ -151,60 +230,59 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   result.mode = o.mode;
   result.float_score = ev.float_score();
   PTQ_ASSIGN_OR_RETURN(planner::Plan plan, planner::plan(ev.model(), table, o.plan));
-  PTQ_ASSIGN_OR_RETURN(ir::Model quantized, partial_model(ev.model(), table, o.plan, {}));
-  PTQ_ASSIGN_OR_RETURN(result.quantized_score, ev.evaluate(quantized));
-  const ir::Model& base = o.mode == Mode::kOnly ? ev.model() : quantized;
-  // Values are copied out of the base run through an observer: the CPU backend only.
-  const bool reuse = o.reuse && ev.backend().name() == "cpu";
+  const ir::Model borrowed = borrowing_copy(ev.model());
+  // The base of the cuts: the float model, or (all-but) the fully quantized one, whose run
+  // then also scores it; otherwise the fully quantized model is one more job.
+  std::optional<ir::Model> quantized;
+  if (o.mode == Mode::kAllBut) {
+    PTQ_ASSIGN_OR_RETURN(quantized, quantized_copy(borrowed, table, o.plan));
+  }
+  const ir::Model& base = quantized ? *quantized : ev.model();
+  const bool base_scores_quantized = o.reuse && quantized;
 
   const int parallel = std::max(1, o.parallel);
-  const int threads = std::max(1, ev.threads() / parallel);
-  std::vector<Job> jobs(plan.units.size());
-  for (size_t i = 0; i < jobs.size(); ++i) jobs[i].unit = plan.units[i];
+  std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
   parallel_for(jobs.size(), parallel, [&](size_t i) {
-    jobs[i].status = prepare_job(jobs[i], base, table, ev, o, threads, reuse);
+    jobs[i].status = prepare_job(jobs[i], borrowed, base, table, o.reuse);
   });
-  std::vector<std::string> wanted;
-  for (Job& job : jobs) {
-    PTQ_RETURN_IF_ERROR(job.status);
-    if (!job.cut) continue;
-    wanted.insert(wanted.end(), job.cut->boundary.begin(), job.cut->boundary.end());
-  }
-  std::sort(wanted.begin(), wanted.end());
-  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
+  std::vector<Group> groups = make_groups(jobs.size(), parallel);
+  const int threads = std::max(1, ev.threads() / std::max(1, static_cast<int>(groups.size())));
+  parallel_for(groups.size(), parallel, [&](size_t i) {
+    groups[i].status = prepare_group(groups[i], jobs, ev, threads);
+  });
+  for (const Group& g : groups) PTQ_RETURN_IF_ERROR(g.status);
 
+  // The base runs once per batch and hands over the values at every cut.
+  std::optional<ir::Model> tapped;  // outlives base_exec, which borrows it
   std::unique_ptr<runtime::Executor> base_exec;
-  if (reuse) {
-    PTQ_ASSIGN_OR_RETURN(base_exec, runtime::Executor::create(base, ev.backend(), {.threads = ev.threads()}));
+  if (o.reuse) {
+    tapped = with_outputs(base, cut_values(jobs));
+    PTQ_ASSIGN_OR_RETURN(base_exec, ev.make_executor(*tapped, ev.threads()));
   }
-  const int64_t total = ev.num_batches() * static_cast<int64_t>(jobs.size());
+  Evaluator::Tally quantized_tally;
+  const int64_t total = ev.num_batches() * static_cast<int64_t>(plan.units.size());
   for (int64_t b = 0; b < ev.num_batches(); ++b) {
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors inputs, ev.data().batch(b));
-    Capture capture(wanted);
-    runtime::NamedTensors base_out;
+    BaseRun base_run;
     if (base_exec) {
-      runtime::Observer* obs[] = {&capture};
-      base_exec->forget_observers();
-      PTQ_ASSIGN_OR_RETURN(base_out, base_exec->run(inputs, obs));
+      PTQ_ASSIGN_OR_RETURN(base_run, run_base(*base_exec, base.graph.outputs.size(), inputs));
     }
-    parallel_for(jobs.size(), parallel, [&](size_t i) {
-      Job& job = jobs[i];
-      auto out = run_job(job, inputs, base_out, capture);
-      job.status = out ? job.tally.add(ev, b, *out) : out.status();
+    if (base_scores_quantized) PTQ_RETURN_IF_ERROR(quantized_tally.add(ev, b, base_run.outputs));
+    parallel_for(groups.size(), parallel, [&](size_t i) {
+      groups[i].status = run_group(groups[i], jobs, ev, b, inputs, base_run);
     });
-    for (Job& job : jobs) {
-      if (!job.status.is_ok()) {
-        return Status(job.status.code(), "unit '" + job.unit.name + "': " + job.status.message());
-      }
-    }
-    if (o.progress) o.progress((b + 1) * static_cast<int64_t>(jobs.size()), total);
+    for (const Group& g : groups) PTQ_RETURN_IF_ERROR(g.status);
+    for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
+    if (o.progress) o.progress((b + 1) * static_cast<int64_t>(plan.units.size()), total);
   }
-  for (Job& job : jobs) {
+  result.quantized_score = base_scores_quantized ? quantized_tally.score(ev) : jobs.back().tally.score(ev);
+  for (size_t i = 0; i < plan.units.size(); ++i) {
     LayerResult l;
-    l.name = job.unit.name;
-    l.kind = job.unit.kind;
-    l.score = job.tally.score(ev);
-    l.subgraph_nodes = job.cut ? job.cut->nodes : static_cast<int64_t>(job.variant->graph.nodes.size());
+    l.name = plan.units[i].name;
+    l.kind = plan.units[i].kind;
+    l.score = jobs[i].tally.score(ev);
+    l.subgraph_nodes = static_cast<int64_t>(jobs[i].part().graph.nodes.size());
     result.layers.push_back(std::move(l));
   }
   rank(result.layers, ev.metric(), o.mode);

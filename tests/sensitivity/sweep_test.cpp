@@ -1,6 +1,6 @@
 // Sensitivity sweeps on a synthetic CNN whose second conv reads an activation with one channel
-// ~1000x larger than the others (per-tensor INT8 then rounds the other channels away): that
-// unit must rank first in both modes. Prefix reuse must give the same metrics as whole runs.
+// ~1000x larger than the others (outlier_model.h): that unit must rank first in both modes.
+// Prefix reuse must give the same metrics as whole runs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,76 +10,14 @@
 #include "ptq/calibration.h"
 #include "ptq/data.h"
 #include "ptq/sensitivity.h"
+#include "outlier_model.h"
 
 namespace ptq::sensitivity {
 namespace {
 
 namespace fs = std::filesystem;
-
-ir::Tensor random_tensor(ir::Shape shape, double stddev, std::mt19937& gen) {
-  ir::Tensor t(ir::DType::kFloat32, std::move(shape));
-  std::normal_distribution<float> d(0.0f, static_cast<float>(stddev));
-  for (float& v : t.span<float>()) v = d(gen);
-  return t;
-}
-
-ir::Node node(std::string name, std::string op, std::vector<std::string> in, std::string out) {
-  ir::Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = {std::move(out)};
-  return n;
-}
-
-ir::Node conv(const std::string& name, const std::string& in, const std::string& out) {
-  ir::Node n = node(name, "Conv", {in, name + ".w", name + ".b"}, out);
-  ir::Attribute pads;
-  pads.name = "pads";
-  pads.type = ir::AttrType::kInts;
-  pads.ints = {1, 1, 1, 1};
-  n.set_attr(pads);
-  return n;
-}
-
-// x[N,16,8,8] -> convA -> Relu -> convB -> Relu -> convC -> Relu -> GAP -> Flatten -> fc -> y[N,10]
-ir::Model outlier_model() {
-  std::mt19937 gen(7);
-  ir::Model m;
-  m.set_opset("", 13);
-  ir::Graph& g = m.graph;
-  g.name = "outlier";
-  ir::TypeInfo in_type{ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)}, ""};
-  g.inputs.push_back({"x", in_type, ""});
-  ir::TypeInfo out_type{ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(10)}, ""};
-  g.outputs.push_back({"y", out_type, ""});
-  const double s = std::sqrt(2.0 / (16 * 9));
-  for (const char* c : {"convA", "convB", "convC"}) {
-    g.set_initializer(std::string(c) + ".w", random_tensor({16, 16, 3, 3}, s, gen));
-    g.set_initializer(std::string(c) + ".b", random_tensor({16}, 0.1, gen));
-  }
-  // The outlier channel: convA's output channel 0 is 1000x larger; convB reads it 1000x weaker,
-  // so the float network is unaffected but convB's per-tensor input scale is 1000x too coarse.
-  ir::Tensor* wa = g.mutable_initializer("convA.w");
-  for (int64_t i = 0; i < 16 * 9; ++i) wa->data<float>()[i] *= 1000.0f;
-  ir::Tensor* wb = g.mutable_initializer("convB.w");
-  for (int64_t o = 0; o < 16; ++o) {
-    for (int64_t k = 0; k < 9; ++k) wb->data<float>()[o * 16 * 9 + k] *= 1e-3f;
-  }
-  g.set_initializer("fc.w", random_tensor({16, 10}, 0.3, gen));
-  g.set_initializer("fc.b", random_tensor({10}, 0.1, gen));
-  g.nodes.push_back(conv("convA", "x", "a"));
-  g.nodes.push_back(node("reluA", "Relu", {"a"}, "ar"));
-  g.nodes.push_back(conv("convB", "ar", "b"));
-  g.nodes.push_back(node("reluB", "Relu", {"b"}, "br"));
-  g.nodes.push_back(conv("convC", "br", "c"));
-  g.nodes.push_back(node("reluC", "Relu", {"c"}, "cr"));
-  g.nodes.push_back(node("gap", "GlobalAveragePool", {"cr"}, "p"));
-  g.nodes.push_back(node("flat", "Flatten", {"p"}, "f"));
-  g.nodes.push_back(node("fc", "MatMul", {"f", "fc.w"}, "mm"));
-  g.nodes.push_back(node("fc_bias", "Add", {"mm", "fc.b"}, "y"));
-  return m;
-}
+using ptq::sensitivity::testing::outlier_model;
+using ptq::sensitivity::testing::random_tensor;
 
 class SweepTest : public ::testing::Test {
  protected:
@@ -216,6 +154,55 @@ TEST_F(SweepTest, SelectionMeetsSqnrTarget) {
   ASSERT_TRUE(capped);
   EXPECT_TRUE(capped->float_set.empty());
   EXPECT_FALSE(capped->met);
+}
+
+// A cut recomputes the shape values its nodes read instead of taking them at its boundary (the
+// Vulkan executor needs shape inputs computable from its own graph):
+//   x -> convA -> a -> Relu -> ar -> convB -> b -> Reshape(b, s) -> y
+//                              ar -> Shape -> s
+// Quantizing convB alone: the cut holds convB's Q/DQ, convB, the Reshape and the Shape; its
+// boundary is ar, not s.
+TEST(MakeCut, RecomputesShapeValues) {
+  namespace t = ptq::sensitivity::testing;
+  ir::Model m = outlier_model();
+  ir::Graph& g = m.graph;
+  g.nodes.resize(3);  // convA, reluA, convB
+  g.nodes.push_back(t::node("shape", "Shape", {"ar"}, "s"));
+  g.nodes.push_back(t::node("reshape", "Reshape", {"b", "s"}, "y"));
+  g.outputs.front().type.dims = std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)};
+  for (const char* name : {"convC.w", "convC.b", "fc.w", "fc.b"}) g.remove_initializer(name);
+
+  const fs::path dir = fs::temp_directory_path() / ("ptq_sens_cut_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::mt19937 gen(3);
+  ASSERT_TRUE(data::save_npy(dir / "x.npy", random_tensor({8, 16, 8, 8}, 1.0, gen)).is_ok());
+  data::DatasetSpec spec;
+  spec.sources = {{"", dir / "x.npy"}};
+  auto ds = data::Dataset::open(spec);
+  ASSERT_TRUE(ds) << ds.status().message();
+  ASSERT_TRUE(ds->bind(g).is_ok());
+  auto backend = runtime::make_cpu_backend();
+  auto exec = runtime::Executor::create(m, *backend);
+  ASSERT_TRUE(exec) << exec.status().message();
+  calibration::CalibrationOptions co;
+  co.method.name = "minmax";
+  auto table = calibration::calibrate(m, **exec, *ds, co);
+  fs::remove_all(dir);
+  ASSERT_TRUE(table) << table.status().message();
+
+  planner::PlanOptions p;
+  p.only_units = {"convB"};
+  auto variant = partial_model(m, *table, p, {});
+  ASSERT_TRUE(variant) << variant.status().message();
+  auto cut = make_cut(m, *variant);
+  ASSERT_TRUE(cut) << cut.status().message();
+  EXPECT_EQ(cut->boundary, std::vector<std::string>{"ar"});
+  std::vector<std::string> ops;
+  for (const ir::Node& n : cut->sub.graph.nodes) ops.push_back(n.op_type);
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "Shape"), ops.end());
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "Reshape"), ops.end());
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "Relu"), ops.end());
+  EXPECT_EQ(cut->sub_output, std::vector<int64_t>{0});
 }
 
 TEST(SensitivityNames, ParseAndRoundTrip) {
