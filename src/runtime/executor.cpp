@@ -74,6 +74,7 @@ class PlanExecutor final : public Executor {
 
  private:
   Status bind_inputs(const NamedTensors& inputs);
+  std::vector<int64_t> input_key() const;
   Status run_step(size_t s);
   void claim_outputs(const PlanStep& step);
   void release(int32_t id);
@@ -220,12 +221,26 @@ void PlanExecutor::clear() {
   }
 }
 
+// What the pool's plan depends on: the element type and shape of every fed input.
+std::vector<int64_t> PlanExecutor::input_key() const {
+  std::vector<int64_t> key;
+  for (int32_t id : plan_.real_inputs) {
+    const ir::Tensor& t = slots_[id].tensor;
+    key.push_back(static_cast<int64_t>(t.dtype()));
+    key.push_back(static_cast<int64_t>(t.rank()));
+    key.insert(key.end(), t.shape().begin(), t.shape().end());
+  }
+  return key;
+}
+
 Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
                                          std::span<Observer* const> observers) {
   slots_.assign(plan_.values.size(), Slot{});
-  pool_.reset_peak();
+  bool began = false;
   Status st = [&]() -> Status {
     PTQ_RETURN_IF_ERROR(bind_inputs(inputs));
+    pool_.begin_run(input_key());
+    began = true;
     PTQ_RETURN_IF_ERROR(prepare_observers(observers));
     for (int32_t id : plan_.real_inputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
     for (int32_t id : plan_.constants) PTQ_RETURN_IF_ERROR(observe(id, observers));
@@ -240,6 +255,7 @@ Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
                     static_cast<int64_t>(plan_.steps.size())};
   if (!st.is_ok()) {
     clear();
+    if (began) pool_.end_run(false);
     return st;
   }
   NamedTensors result;
@@ -248,6 +264,7 @@ Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
     result.emplace_back(plan_.values[id].name, owned_copy(slots_[id].tensor));
   }
   clear();
+  pool_.end_run(true);
   return result;
 }
 

@@ -184,6 +184,33 @@ TEST(Executor, ViewKeepsItsBufferAlive) {
   EXPECT_EQ(exec->last_run_stats().pool_bytes, 3 * 64);
 }
 
+// Later runs of a shape take their buffers from an arena planned from the first run's
+// lifetimes: the results stay right (the view of `a` must survive Scratch's temporary, which
+// now lands in the arena), the arena is no larger than the first run's live peak, and a second
+// batch size gets its own plan in the same arena without disturbing the results.
+TEST(Executor, PlannedArenaKeepsResultsAcrossRunsAndShapes) {
+  TestBackend backend;
+  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("View", {"a"}, {"v"}),
+                            node("Scratch", {"x"}, {"b"}), node("Inc", {"b"}, {"c"}),
+                            node("Inc", {"v"}, {"d"})},
+                           {"d", "c"});
+  auto exec = make(m, backend);
+  std::vector<int64_t> pool;
+  for (int64_t batch : {1, 1, 1, 40, 40, 1, 40, 1, 40}) {
+    auto out = exec->run(input_x(batch, 10.0f));
+    ASSERT_TRUE(out.has_value()) << out.status().message();
+    for (int64_t i = 0; i < 4 * batch; ++i) {
+      EXPECT_EQ((*out)[0].second.data<float>()[i], 12.0f + i) << "batch " << batch;
+      EXPECT_EQ((*out)[1].second.data<float>()[i], 12.0f + i) << "batch " << batch;
+    }
+    pool.push_back(exec->last_run_stats().pool_bytes);
+  }
+  EXPECT_EQ(pool[0], 3 * 64);             // recorded: the live peak, three 64-byte buffers
+  EXPECT_LE(pool[1], pool[0]);            // the arena of batch 1
+  EXPECT_EQ(pool[4], 3 * 640);            // batch 40 (640 bytes per tensor) widened it
+  for (size_t i = 5; i < pool.size(); ++i) EXPECT_EQ(pool[i], pool[4]) << i;  // no new records
+}
+
 // Scratch buffers go back to the pool; an unconsumed second output is freed at once.
 TEST(Executor, ScratchAndUnusedOutputsAreReturned) {
   TestBackend backend;

@@ -128,8 +128,9 @@ inline double rel_l2(const ir::Tensor& a, const ir::Tensor& b) {
 }
 
 inline bool bit_identical(const ir::Tensor& a, const ir::Tensor& b) {
+  // memcmp must not see the null data pointer of an empty tensor, even for 0 bytes.
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+         (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
 }
 
 }  // namespace ptq::runtime::testing

@@ -1,6 +1,7 @@
 // Conv (opsets 1–22): N-D reference for float32/float64, fast float32 1-D/2-D kernels.
 #include "conv.h"
 
+#include "gemm_packed.h"
 #include "registry.h"
 
 namespace ptq::runtime::cpu {
@@ -41,7 +42,9 @@ class ConvKernel final : public Kernel {
       : node_(ctx.node),
         group_(ctx.node.attr_int("group", 1)),
         threads_(ctx.threads),
-        reference_(ctx.reference) {}
+        reference_(ctx.reference) {
+    if (!reference_) pack(constant_input(ctx, 1));
+  }
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
@@ -58,7 +61,11 @@ class ConvKernel final : public Kernel {
     if (x.dtype() == ir::DType::kFloat32) {
       const float* bias = b != nullptr ? b->data<float>() : nullptr;
       float* y = out[0].data<float>();
-      if (reference_ || !conv_fast(p, x.data<float>(), w.data<float>(), bias, y, Clamp{}, threads_)) {
+      // The executor passes a view of the initializer: same bytes, another Tensor object.
+      const bool prepacked = weights_ != nullptr && w.raw() == weights_->raw();
+      const float* packed = prepacked ? packed_.data() : nullptr;
+      if (reference_ ||
+          !conv_fast(p, x.data<float>(), w.data<float>(), packed, bias, y, Clamp{}, threads_)) {
         reference::conv<float>(p, x.data<float>(), w.data<float>(), bias, y);
       }
       return Status::ok();
@@ -72,10 +79,25 @@ class ConvKernel final : public Kernel {
   }
 
  private:
+  // Constant float weights of a 1-D/2-D conv that runs as a GEMM (not depthwise) are packed
+  // once for the GEMM micro-kernel; the executor hands the same initializer to every run.
+  void pack(const ir::Tensor* w) {
+    if (w == nullptr || w->dtype() != ir::DType::kFloat32 || (w->rank() != 3 && w->rank() != 4) ||
+        w->dim(1) <= 1 || group_ <= 0 || w->dim(0) % group_ != 0) {
+      return;
+    }
+    const int64_t k = w->size() / w->dim(0);
+    packed_.resize(static_cast<size_t>(group_ * packed_a_floats(w->dim(0) / group_, k)));
+    pack_conv_weights(w->data<float>(), w->dim(0), group_, k, packed_.data());
+    weights_ = w;
+  }
+
   const ir::Node& node_;
   int64_t group_;
   int threads_;
   bool reference_;
+  const ir::Tensor* weights_ = nullptr;  // the initializer packed_ was made from
+  std::vector<float> packed_;
 };
 
 }  // namespace

@@ -31,9 +31,16 @@ extern template void conv<double>(const ConvParams&, const double*, const double
                                   double*);
 }  // namespace reference
 
-// Fast float32 convolution for 1-D and 2-D (im2col + Eigen GEMM in fixed tiles, plain GEMM for
-// 1x1, direct depthwise). Returns false when the shape is not handled (caller uses the reference).
-bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* b, float* y,
-               Clamp clamp, int threads);
+// Packs conv weights (M x k per the ONNX layout, k = C/G x kernel taps) for the GEMM of the
+// fast kernel: per group, pack_a of its M/G rows (gemm_packed.h); groups are
+// packed_a_floats(M/G, k) floats apart. Done once when a Conv with constant weights is prepared.
+void pack_conv_weights(const float* w, int64_t m, int64_t groups, int64_t k, float* out);
+
+// Fast float32 convolution for 1-D and 2-D (packed GEMM on im2col columns or, for 1x1, the
+// input itself, in fixed tiles; direct depthwise). `packed_w` is pack_conv_weights' output or
+// null (then the weights are packed for this call). Returns false when the shape is not
+// handled (the caller uses the reference).
+bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
+               const float* b, float* y, Clamp clamp, int threads);
 
 }  // namespace ptq::runtime::cpu

@@ -1,10 +1,20 @@
-// Fast float32 convolutions: direct depthwise, 1x1 as GEMM, im2col + GEMM otherwise. Work is
+// Fast float32 convolutions: direct depthwise, otherwise a GEMM of the packed weights with the
+// input (1x1) or its im2col columns, both packed for the micro-kernel (gemm_packed.h). Work is
 // cut into tasks whose sizes depend on the shape only, so results do not depend on threads.
+
+// GCC 12 reports a false "may be used uninitialized" inside its own AVX-512 min/max intrinsics
+// (their _mm512_undefined_ps pass-through operand).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <vector>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "conv.h"
-#include "gemm_kernel.h"
+#include "gemm_packed.h"
 
 namespace ptq::runtime::cpu {
 
@@ -33,10 +43,6 @@ Geo to_geo(const ConvParams& p) {
   return g;
 }
 
-void clamp_row(float* y, int64_t n, float bias, Clamp c) {
-  for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i] + bias, c.lo), c.hi);
-}
-
 // Valid output range [lo, hi) for which o * s - p + k * d lies in [0, size).
 void valid_range(int64_t out, int64_t s, int64_t p, int64_t kd, int64_t size, int64_t& lo,
                  int64_t& hi) {
@@ -57,6 +63,108 @@ float* scratch(size_t n) {
 
 constexpr int64_t kLanes = 16;  // outputs of a row accumulated together (one AVX-512 register)
 constexpr int64_t kRows = 4;    // output rows accumulated together (independent FMA chains)
+
+// Zeroes / copies n floats. The rows of a depthwise plane are short, so inline masked vector
+// moves beat memset/memcpy calls.
+void zero_floats(float* d, int64_t n) {
+#if defined(__AVX512F__)
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t left = n - i;
+    _mm512_mask_storeu_ps(d + i, left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1),
+                          _mm512_setzero_ps());
+  }
+#else
+  std::fill(d, d + n, 0.0f);
+#endif
+}
+
+void copy_floats(const float* s, int64_t n, float* d) {
+#if defined(__AVX512F__)
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t left = n - i;
+    const __mmask16 m = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    _mm512_mask_storeu_ps(d + i, m, _mm512_maskz_loadu_ps(m, s + i));
+  }
+#else
+  std::copy(s, s + n, d);
+#endif
+}
+
+// dst[i] = src[i * step] for i < n: a plain copy for step 1; for step 2, pairs of vectors
+// narrowed to their even lanes (masked so nothing past src[(n - 1) * 2] is read).
+void copy_strided(const float* src, int64_t step, int64_t n, float* dst) {
+  if (step == 1) {
+    copy_floats(src, n, dst);
+    return;
+  }
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  if (step == 2) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (; i < n; i += 16) {
+      const int64_t out = std::min<int64_t>(16, n - i), in = 2 * out - 1;
+      const __mmask16 lo = in >= 16 ? __mmask16(0xffff) : __mmask16((1u << in) - 1);
+      const __mmask16 hi = in <= 16 ? __mmask16(0) : __mmask16((1u << (in - 16)) - 1);
+      const __m512 a = _mm512_maskz_loadu_ps(lo, src + 2 * i);
+      const __m512 b = _mm512_maskz_loadu_ps(hi, src + 2 * i + 16);
+      const __mmask16 keep = out >= 16 ? __mmask16(0xffff) : __mmask16((1u << out) - 1);
+      _mm512_mask_storeu_ps(dst + i, keep, _mm512_permutex2var_ps(a, even, b));
+    }
+    return;
+  }
+#endif
+  for (; i < n; ++i) dst[i] = src[i * step];
+}
+
+// One block of depthwise outputs: rows x lanes (at most kRows x kLanes) at y (row stride OW)
+// from the padded phase buffer at `pad` (the block's first row and column). Taps in (kh, kw)
+// order, then bias and clamp.
+#if defined(__AVX512F__)
+void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* tap_at,
+                     const float* wp, float bias, Clamp c, int64_t lanes, int64_t rows, float* y) {
+  static_assert(kLanes == 16 && kRows == 4);
+  __m512 acc[kRows];
+  for (int64_t r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t step = g.SH * wq;
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const float* row = pad + kh * g.DH * wq;
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const float* src = row + tap_at[kw];
+      const __m512 wv = _mm512_set1_ps(wp[kh * g.KW + kw]);
+      for (int64_t r = 0; r < kRows; ++r) {
+        acc[r] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(src + r * step), acc[r]);
+      }
+    }
+  }
+  const __mmask16 m = lanes >= 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
+  const __m512 b = _mm512_set1_ps(bias), lo = _mm512_set1_ps(c.lo), hi = _mm512_set1_ps(c.hi);
+  for (int64_t r = 0; r < rows; ++r) {
+    // max/min return their second operand when one is NaN: NaN stays NaN.
+    const __m512 v = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(acc[r], b)));
+    _mm512_mask_storeu_ps(y + r * g.OW, m, v);
+  }
+}
+#else
+void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* tap_at,
+                     const float* wp, float bias, Clamp c, int64_t lanes, int64_t rows, float* y) {
+  float acc[kRows][kLanes] = {};
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const float* row = pad + kh * g.DH * wq;
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const float* src = row + tap_at[kw];
+      const float wv = wp[kh * g.KW + kw];
+      for (int64_t r = 0; r < kRows; ++r) {
+        for (int64_t i = 0; i < kLanes; ++i) acc[r][i] += wv * src[r * g.SH * wq + i];
+      }
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < lanes; ++i) {
+      y[r * g.OW + i] = std::min(std::max(acc[r][i] + bias, c.lo), c.hi);
+    }
+  }
+}
+#endif
 
 // Depthwise (one input channel per group). Each plane is first copied into a zero-padded
 // buffer split into SW column phases (phase q holds padded columns q, q + SW, …), so every tap
@@ -85,13 +193,13 @@ void depthwise(const Geo& g, const float* x, const float* w, const float* b, flo
           float* dst = pad + (q * hq + r) * wq;
           const int64_t ih = r - g.PT;
           if (ih < 0 || ih >= g.H) {
-            std::fill(dst, dst + wq, 0.0f);
+            zero_floats(dst, wq);
             continue;
           }
           const float* xr = xp + ih * g.W;
-          std::fill(dst, dst + lo, 0.0f);
-          for (int64_t j = lo; j < hi; ++j) dst[j] = xr[j * g.SW + q - g.PL];
-          std::fill(dst + hi, dst + wq, 0.0f);
+          zero_floats(dst, lo);
+          copy_strided(xr + lo * g.SW + q - g.PL, g.SW, hi - lo, dst + lo);
+          zero_floats(dst + hi, wq - hi);
         }
       }
       const float* wp = w + m * g.KH * g.KW;
@@ -99,32 +207,51 @@ void depthwise(const Geo& g, const float* x, const float* w, const float* b, flo
       float* yp = y + (n * g.M + m) * g.OH * g.OW;
       for (int64_t oh = 0; oh < g.OH; oh += kRows) {
         for (int64_t ow0 = 0; ow0 < g.OW; ow0 += kLanes) {
-          float acc[kRows][kLanes] = {};
-          for (int64_t kh = 0; kh < g.KH; ++kh) {
-            const float* row = pad + (oh * g.SH + kh * g.DH) * wq + ow0;
-            for (int64_t kw = 0; kw < g.KW; ++kw) {
-              const float* src = row + tap_at[kw];
-              const float wv = wp[kh * g.KW + kw];
-              for (int64_t rr = 0; rr < kRows; ++rr) {
-                for (int64_t i = 0; i < kLanes; ++i) acc[rr][i] += wv * src[rr * g.SH * wq + i];
-              }
-            }
-          }
           const int64_t lanes = std::min(kLanes, g.OW - ow0), rows = std::min(kRows, g.OH - oh);
-          for (int64_t rr = 0; rr < rows; ++rr) {
-            for (int64_t i = 0; i < lanes; ++i) {
-              yp[(oh + rr) * g.OW + ow0 + i] = std::min(std::max(acc[rr][i] + bias, c.lo), c.hi);
-            }
-          }
+          depthwise_block(g, pad + oh * g.SH * wq + ow0, wq, tap_at.data(), wp, bias, c, lanes, rows,
+                          yp + oh * g.OW + ow0);
         }
       }
     }
   });
 }
 
-// Columns [c0, c0 + t) of the im2col matrix of one group: rows (ci, kh, kw), ld = t. Each
-// output row segment splits into padding (zeros) and a valid run copied in one go.
+// Copies n <= kGemmNR floats (src[0], src[step], …, or zeros when src is null) to d. The runs
+// are short (an output row clipped to a panel), so masked vector moves beat memcpy/memset calls.
+void put_piece(float* d, int64_t n, const float* src, int64_t step) {
+#if defined(__AVX512F__)
+  if (step <= 1) {
+    for (int64_t i = 0; i < n; i += 16) {
+      const int64_t left = n - i;
+      const __mmask16 m = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+      const __m512 v = src == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, src + i);
+      _mm512_mask_storeu_ps(d + i, m, v);
+    }
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) d[i] = src == nullptr ? 0.0f : src[i * step];
+}
+
+// Writes `len` values into row k of a packed B tile (panels of kGemmNR columns, `rows` rows
+// each; see pack_b) from column j on: src[0], src[step], … or zeros when src is null.
+void put_run(float* col, int64_t rows, int64_t k, int64_t j, int64_t len, const float* src,
+             int64_t step) {
+  while (len > 0) {
+    const int64_t off = j % kGemmNR, n = std::min(len, kGemmNR - off);
+    put_piece(col + (j / kGemmNR) * rows * kGemmNR + k * kGemmNR + off, n, src, step);
+    if (src != nullptr) src += n * step;
+    j += n;
+    len -= n;
+  }
+}
+
+// Columns [c0, c0 + t) of the im2col matrix of one group (rows (ci, kh, kw)), written straight
+// into the packed-B layout the GEMM micro-kernel reads, so the columns are copied once. Each
+// output row segment splits into padding (zeros) and a valid run.
 void im2col(const Geo& g, const float* xg, int64_t cg, int64_t c0, int64_t t, float* col) {
+  const int64_t rows = cg * g.KH * g.KW;
+  const int64_t tail = (t + kGemmNR - 1) / kGemmNR * kGemmNR - t;
   for (int64_t kw = 0; kw < g.KW; ++kw) {
     int64_t lo = 0, hi = 0;  // output columns whose input column is inside the image
     valid_range(g.OW, g.SW, g.PL, kw * g.DW, g.W, lo, hi);
@@ -132,33 +259,116 @@ void im2col(const Geo& g, const float* xg, int64_t cg, int64_t c0, int64_t t, fl
     for (int64_t ci = 0; ci < cg; ++ci) {
       const float* xc = xg + ci * g.H * g.W;
       for (int64_t kh = 0; kh < g.KH; ++kh) {
-        float* row = col + ((ci * g.KH + kh) * g.KW + kw) * t;
+        const int64_t k = (ci * g.KH + kh) * g.KW + kw;
         int64_t j = 0, oh = c0 / g.OW, ow = c0 % g.OW;
         while (j < t) {
           const int64_t run = std::min(t - j, g.OW - ow);
           const int64_t ih = oh * g.SH - g.PT + kh * g.DH;
-          float* seg = row + j;  // seg[q - ow] for output column q in [ow, ow + run)
           if (ih < 0 || ih >= g.H) {
-            std::fill(seg, seg + run, 0.0f);
+            put_run(col, rows, k, j, run, nullptr, 0);
           } else {
             const float* xr = xc + ih * g.W;
             const int64_t a = std::clamp(lo, ow, ow + run), b = std::clamp(hi, a, ow + run);
-            std::fill(seg, seg + (a - ow), 0.0f);
-            if (g.SW == 1) {
-              std::copy(xr + a + base, xr + b + base, seg + (a - ow));
-            } else {
-              for (int64_t q = a; q < b; ++q) seg[q - ow] = xr[q * g.SW + base];
-            }
-            std::fill(seg + (b - ow), seg + run, 0.0f);
+            put_run(col, rows, k, j, a - ow, nullptr, 0);
+            put_run(col, rows, k, j + (a - ow), b - a, xr + a * g.SW + base, g.SW);
+            put_run(col, rows, k, j + (b - ow), ow + run - b, nullptr, 0);
           }
           j += run;
           ow = 0;
           ++oh;
         }
+        put_run(col, rows, k, t, tail, nullptr, 0);
       }
     }
   }
 }
+
+#if defined(__AVX512F__)
+// 16 consecutive im2col columns ("a half" of a 32-column panel) and, for unit column stride,
+// the output rows they span: lanes [lane0[s], lane0[s + 1]) lie in output row oh[s] and read
+// input columns that follow each other, so one masked load per row fills them.
+struct Half {
+  __m512i top, left;  // input row / column of tap (0, 0) for each lane
+  __mmask16 live;     // lanes inside the tile
+  int segments = 0;   // 0: gather (strided, or too many rows)
+  int64_t oh[3], col0[3];
+  int lane0[4];
+};
+
+Half make_half(const Geo& g, int64_t c0, int64_t t, int64_t j0) {
+  Half hf;
+  alignas(64) int32_t ih[16], iw[16];
+  for (int l = 0; l < 16; ++l) {
+    const int64_t j = std::min(c0 + j0 + l, c0 + t - 1);
+    ih[l] = static_cast<int32_t>(j / g.OW * g.SH - g.PT);
+    iw[l] = static_cast<int32_t>(j % g.OW * g.SW - g.PL);
+  }
+  hf.top = _mm512_load_si512(ih);
+  hf.left = _mm512_load_si512(iw);
+  const int lanes = static_cast<int>(std::clamp<int64_t>(t - j0, 0, 16));
+  hf.live = lanes >= 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
+  if (g.SW != 1 || lanes == 0) return hf;
+  int n = 0;
+  for (int l = 0; l < lanes; ++l) {
+    const int64_t j = c0 + j0 + l;
+    if (l > 0 && j / g.OW == hf.oh[n - 1]) continue;
+    if (n == 3) {
+      hf.segments = 0;
+      return hf;
+    }
+    hf.oh[n] = j / g.OW;
+    hf.col0[n] = j % g.OW - g.PL - l;  // input column of lane 0 if the row continued
+    hf.lane0[n++] = l;
+  }
+  hf.lane0[n] = 16;
+  hf.segments = n;
+  return hf;
+}
+
+// One row (tap dy, dx) of one half: masked row loads, or a gather.
+__m512 load_half(const Geo& g, const Half& hf, const float* xc, int64_t dy, int64_t dx) {
+  const __m512i w = _mm512_set1_epi32(static_cast<int>(g.W));
+  const __m512i c = _mm512_add_epi32(hf.left, _mm512_set1_epi32(static_cast<int>(dx)));
+  // Unsigned compares reject negative columns (and rows) too.
+  const __mmask16 cols = hf.live & _mm512_cmplt_epu32_mask(c, w);
+  if (hf.segments == 0) {
+    const __m512i r = _mm512_add_epi32(hf.top, _mm512_set1_epi32(static_cast<int>(dy)));
+    const __mmask16 in =
+        cols & _mm512_cmplt_epu32_mask(r, _mm512_set1_epi32(static_cast<int>(g.H)));
+    const __m512i at = _mm512_add_epi32(_mm512_mullo_epi32(r, w), c);
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, at, xc, 4);
+  }
+  __m512 v = _mm512_setzero_ps();
+  for (int s = 0; s < hf.segments; ++s) {
+    const int64_t r = hf.oh[s] * g.SH - g.PT + dy;
+    if (r < 0 || r >= g.H) continue;
+    const __mmask16 seg = __mmask16(((1u << hf.lane0[s + 1]) - 1) & ~((1u << hf.lane0[s]) - 1));
+    // Lane l reads xc[r * W + col0 + dx + l]; masked-off lanes are not read (no fault).
+    v = _mm512_mask_loadu_ps(v, cols & seg, xc + r * g.W + hf.col0[s] + dx);
+  }
+  return v;
+}
+
+// The same columns as im2col, panel by panel and row by row, so the packed tile is written in
+// order (the run-by-run copy scatters short writes over the whole tile and is bound by their
+// bookkeeping). Lanes outside the image or past column t read zero.
+void im2col_vector(const Geo& g, const float* xg, int64_t cg, int64_t c0, int64_t t, float* col) {
+  const int64_t rows = cg * g.KH * g.KW;
+  for (int64_t j0 = 0; j0 < t; j0 += kGemmNR) {
+    const Half halves[2] = {make_half(g, c0, t, j0), make_half(g, c0, t, j0 + 16)};
+    float* dst = col + j0 * rows;
+    for (int64_t ci = 0; ci < cg; ++ci) {
+      const float* xc = xg + ci * g.H * g.W;
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        for (int64_t kw = 0; kw < g.KW; ++kw, dst += kGemmNR) {
+          _mm512_storeu_ps(dst, load_half(g, halves[0], xc, kh * g.DH, kw * g.DW));
+          _mm512_storeu_ps(dst + 16, load_half(g, halves[1], xc, kh * g.DH, kw * g.DW));
+        }
+      }
+    }
+  }
+}
+#endif
 
 // Per-call buffer shared by all threads (owned by the calling thread, kept between calls).
 float* shared_scratch(size_t n) {
@@ -167,82 +377,113 @@ float* shared_scratch(size_t n) {
   return buffer.data();
 }
 
-// Y tile (rows x t at yt, row stride hw) = W rows x K * columns (ldb), then bias and clamp.
-void gemm_tile(const float* w, int64_t rows, int64_t t, int64_t k, const float* cols, int64_t ldb,
-               float* yt, int64_t hw, const float* bias, Clamp c) {
-  sgemm_block(false, false, rows, t, k, w, k, cols, ldb, yt, hw);
-  for (int64_t r = 0; r < rows; ++r) clamp_row(yt + r * hw, t, bias != nullptr ? bias[r] : 0.0f, c);
+// Weights packed for the GEMM when the caller has none packed (weights that are not
+// initializers): owned by the calling thread, kept between calls.
+const float* pack_weights_now(const Geo& g, const float* w) {
+  const int64_t mg = g.M / g.G, k = g.C / g.G * g.KH * g.KW;
+  thread_local std::vector<float> buffer;
+  buffer.resize(static_cast<size_t>(g.G * packed_a_floats(mg, k)));
+  pack_conv_weights(w, g.M, g.G, k, buffer.data());
+  return buffer.data();
+}
+
+// The B operand of one unit: the im2col columns, or (1x1) the input rows, packed.
+void pack_unit(const Geo& g, bool pointwise, const float* xg, int64_t cg, int64_t k, int64_t c0,
+               int64_t t, float* col) {
+  if (pointwise) {
+    pack_b(false, k, t, xg + c0, g.OH * g.OW, col);
+    return;
+  }
+#if defined(__AVX512F__)
+  if (g.H * g.W < (int64_t{1} << 30) && g.OH * g.OW < (int64_t{1} << 30)) {
+    im2col_vector(g, xg, cg, c0, t, col);
+    return;
+  }
+#endif
+  im2col(g, xg, cg, c0, t, col);
 }
 
 // Work is cut into "units" (image, group, column tile) and, when there are fewer than 4 units,
-// each unit's output channels into up to 4 row tiles that share one im2col buffer. Tile sizes
-// follow from the shape alone.
-void gemm_conv(const Geo& g, const float* x, const float* w, const float* b, float* y, Clamp c,
+// each unit's output channels into up to 4 row tiles that share one packed column buffer.
+// Tile sizes follow from the shape alone.
+void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, float* y, Clamp c,
                int threads) {
   const int64_t cg = g.C / g.G, mg = g.M / g.G, hw = g.OH * g.OW;
   const int64_t k = cg * g.KH * g.KW;
+  const int64_t group_floats = packed_a_floats(mg, k);
   const bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PT == 0 &&
                          g.PL == 0 && g.OH == g.H && g.OW == g.W;
-  // Column tile: an im2col tile of about 512 KiB; a multiple of 16 for the GEMM kernel.
-  int64_t tn = std::clamp<int64_t>(131072 / std::max<int64_t>(k, 1) / 16 * 16, 64, 2048);
-  if (tn >= hw) tn = hw;
+  // Column tile: the slice of one k block (up to 256 rows) of the packed columns takes about
+  // 256 KiB, so it stays in L2 while every row panel of the weights passes over it; tiles are
+  // then evened out and rounded up to whole micro-kernel panels.
+  const int64_t widest = std::clamp<int64_t>(65536 / std::clamp<int64_t>(k, 1, 256), 64, 2048);
+  const int64_t even = (hw + widest - 1) / widest;
+  const int64_t tn = std::min(hw, ((hw + even - 1) / even + kGemmNR - 1) / kGemmNR * kGemmNR);
   const int64_t ctiles = (hw + tn - 1) / tn;
   const int64_t units = g.N * g.G * ctiles;
+  const int64_t col_floats = packed_b_floats(k, tn);
   auto unit_at = [&](int64_t u, int64_t& n, int64_t& grp, int64_t& c0, int64_t& t) {
     const int64_t ng = u / ctiles;
     n = ng / g.G, grp = ng % g.G, c0 = (u % ctiles) * tn, t = std::min(tn, hw - c0);
+  };
+  auto epilogue = [&](int64_t row0) {
+    return GemmEpilogue{b != nullptr ? b + row0 : nullptr, c.lo, c.hi};
   };
   int64_t parts = 1;
   if (units < 4 && mg >= 128) parts = std::min<int64_t>((4 + units - 1) / units, mg / 64);
   if (parts == 1) {
     parallel_for(threads, units, [&](int64_t begin, int64_t end) {
-      float* col = pointwise ? nullptr : scratch(static_cast<size_t>(k * tn));
+      float* col = scratch(static_cast<size_t>(col_floats));
       for (int64_t u = begin; u < end; ++u) {
         int64_t n = 0, grp = 0, c0 = 0, t = 0;
         unit_at(u, n, grp, c0, t);
         const float* xg = x + (n * g.C + grp * cg) * g.H * g.W;
-        if (!pointwise) im2col(g, xg, cg, c0, t, col);
-        gemm_tile(w + grp * mg * k, mg, t, k, pointwise ? xg + c0 : col, pointwise ? hw : t,
-                  y + (n * g.M + grp * mg) * hw + c0, hw, b != nullptr ? b + grp * mg : nullptr, c);
+        pack_unit(g, pointwise, xg, cg, k, c0, t, col);
+        gemm_packed(mg, t, k, pw + grp * group_floats, col, y + (n * g.M + grp * mg) * hw + c0,
+                    hw, epilogue(grp * mg));
       }
     });
     return;
   }
-  const int64_t tm = ((mg + parts - 1) / parts + 15) / 16 * 16;
+  const int64_t tm = ((mg + parts - 1) / parts + kGemmMR - 1) / kGemmMR * kGemmMR;
   const int64_t mtiles = (mg + tm - 1) / tm;
-  float* cols = pointwise ? nullptr : shared_scratch(static_cast<size_t>(units * k * tn));
-  if (!pointwise) {
-    parallel_for(threads, units, [&](int64_t begin, int64_t end) {
-      for (int64_t u = begin; u < end; ++u) {
-        int64_t n = 0, grp = 0, c0 = 0, t = 0;
-        unit_at(u, n, grp, c0, t);
-        im2col(g, x + (n * g.C + grp * cg) * g.H * g.W, cg, c0, t, cols + u * k * tn);
-      }
-    });
-  }
+  float* cols = shared_scratch(static_cast<size_t>(units * col_floats));
+  parallel_for(threads, units, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t n = 0, grp = 0, c0 = 0, t = 0;
+      unit_at(u, n, grp, c0, t);
+      pack_unit(g, pointwise, x + (n * g.C + grp * cg) * g.H * g.W, cg, k, c0, t,
+                cols + u * col_floats);
+    }
+  });
   parallel_for(threads, units * mtiles, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t u = task / mtiles, m0 = (task % mtiles) * tm, rows = std::min(tm, mg - m0);
       int64_t n = 0, grp = 0, c0 = 0, t = 0;
       unit_at(u, n, grp, c0, t);
-      const float* xg = x + (n * g.C + grp * cg) * g.H * g.W;
-      gemm_tile(w + (grp * mg + m0) * k, rows, t, k, pointwise ? xg + c0 : cols + u * k * tn,
-                pointwise ? hw : t, y + (n * g.M + grp * mg + m0) * hw + c0, hw,
-                b != nullptr ? b + grp * mg + m0 : nullptr, c);
+      gemm_packed(rows, t, k, pw + grp * group_floats + m0 * k, cols + u * col_floats,
+                  y + (n * g.M + grp * mg + m0) * hw + c0, hw, epilogue(grp * mg + m0));
     }
   });
 }
 
 }  // namespace
 
-bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* b, float* y,
-               Clamp clamp, int threads) {
+void pack_conv_weights(const float* w, int64_t m, int64_t groups, int64_t k, float* out) {
+  const int64_t mg = m / groups;
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    pack_a(false, mg, k, w + grp * mg * k, k, out + grp * packed_a_floats(mg, k));
+  }
+}
+
+bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
+               const float* b, float* y, Clamp clamp, int threads) {
   if (p.in.size() != 1 && p.in.size() != 2) return false;
   const Geo g = to_geo(p);
   if (g.C / g.G == 1) {
     depthwise(g, x, w, b, y, clamp, threads);
   } else {
-    gemm_conv(g, x, w, b, y, clamp, threads);
+    gemm_conv(g, x, packed_w != nullptr ? packed_w : pack_weights_now(g, w), b, y, clamp, threads);
   }
   return true;
 }

@@ -1,5 +1,6 @@
 // Gemm and MatMul (opsets 1–21): reference loops and Eigen-backed float32 kernels.
 #include "gemm_kernel.h"
+#include "gemm_packed.h"
 #include "kernel_util.h"
 #include "registry.h"
 
@@ -30,6 +31,51 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
 
 namespace {
 
+// ---- constant B, packed once -----------------------------------------------------------------
+
+// B of a Gemm or MatMul when it is a float32 initializer (never for reference kernels): packed
+// for the micro-kernel when the kernel is prepared.
+struct PackedB {
+  const ir::Tensor* source = nullptr;  // the initializer `data` was packed from
+  int64_t k = 0, n = 0;
+  std::vector<float> data;
+
+  void pack(const ir::Tensor* b, bool trans) {
+    if (b == nullptr || b->dtype() != ir::DType::kFloat32 || b->rank() != 2) return;
+    k = trans ? b->dim(1) : b->dim(0);
+    n = trans ? b->dim(0) : b->dim(1);
+    data.resize(static_cast<size_t>(packed_b_floats(k, n)));
+    pack_b(trans, k, n, b->data<float>(), b->dim(1), data.data());
+    source = b;
+  }
+  // True when `b` is the data of the packed initializer.
+  bool matches(const float* b) const { return source != nullptr && b == source->data<float>(); }
+};
+
+// Y[m x n] = op(A) * B from a packed B on `threads` threads: A is packed for this call, then C
+// is cut into tiles of whole micro-kernel panels whose sizes follow from m and n only.
+void gemm_prepacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                    const float* pb, float* y, int threads) {
+  thread_local std::vector<float> buffer;  // the calling thread's; shared with the workers
+  buffer.resize(static_cast<size_t>(packed_a_floats(m, k)));
+  float* pa = buffer.data();
+  const int64_t panels = (m + kGemmMR - 1) / kGemmMR;
+  parallel_for(threads, panels, [&](int64_t begin, int64_t end) {
+    const int64_t i0 = begin * kGemmMR, rows = std::min(end * kGemmMR, m) - i0;
+    pack_a(trans_a, rows, k, trans_a ? a + i0 : a + i0 * lda, lda, pa + i0 * k);
+  });
+  const int64_t tm = m * n * k < (int64_t{1} << 18) ? m : 4 * kGemmMR;
+  const int64_t tn = m * n * k < (int64_t{1} << 18) ? n : 8 * kGemmNR;
+  const int64_t rows = (m + tm - 1) / tm, cols = (n + tn - 1) / tn;
+  parallel_for(threads, rows * cols, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t i0 = (t / cols) * tm, j0 = (t % cols) * tn;
+      gemm_packed(std::min(tm, m - i0), std::min(tn, n - j0), k, pa + i0 * k, pb + j0 * k,
+                  y + i0 * n + j0, n);
+    }
+  });
+}
+
 // ---- Gemm -----------------------------------------------------------------------------------
 
 class GemmKernel final : public Kernel {
@@ -41,7 +87,9 @@ class GemmKernel final : public Kernel {
         ta_(ctx.node.attr_int("transA", 0) != 0),
         tb_(ctx.node.attr_int("transB", 0) != 0),
         threads_(ctx.threads),
-        reference_(ctx.reference) {}
+        reference_(ctx.reference) {
+    if (!reference_) packed_b_.pack(constant_input(ctx, 1), tb_);
+  }
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
@@ -91,7 +139,11 @@ class GemmKernel final : public Kernel {
  private:
   void fast(const float* a, const float* b, const float* c, const std::vector<int64_t>& cs,
             int64_t m, int64_t n, int64_t k, float* y) const {
-    sgemm(ta_, tb_, m, n, k, a, ta_ ? m : k, b, tb_ ? k : n, y, n, threads_);
+    if (packed_b_.matches(b)) {
+      gemm_prepacked(ta_, m, n, k, a, ta_ ? m : k, packed_b_.data.data(), y, threads_);
+    } else {
+      sgemm(ta_, tb_, m, n, k, a, ta_ ? m : k, b, tb_ ? k : n, y, n, threads_);
+    }
     if (alpha_ == 1.0f && (c == nullptr || beta_ == 0.0f)) return;
     parallel_for(threads_, m, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
@@ -110,6 +162,7 @@ class GemmKernel final : public Kernel {
   bool ta_, tb_;
   int threads_;
   bool reference_;
+  PackedB packed_b_;
 };
 
 // ---- MatMul ---------------------------------------------------------------------------------
@@ -161,7 +214,9 @@ void batch_offsets(const MatMulShape& s, std::vector<int64_t>& ao, std::vector<i
 class MatMulKernel final : public Kernel {
  public:
   explicit MatMulKernel(const KernelContext& ctx)
-      : node_(ctx.node), threads_(ctx.threads), reference_(ctx.reference) {}
+      : node_(ctx.node), threads_(ctx.threads), reference_(ctx.reference) {
+    if (!reference_) packed_b_.pack(constant_input(ctx, 1), false);
+  }
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
@@ -177,6 +232,7 @@ class MatMulKernel final : public Kernel {
           using T = typename decltype(tag)::type;
           if constexpr (std::is_same_v<T, float>) {
             if (!reference_) return fast(s, ao, bo, a.data<float>(), b.data<float>(),
+                                         packed_b_.matches(b.data<float>()),
                                          out[0].data<float>());
           }
           for (size_t i = 0; i < ao.size(); ++i) {
@@ -191,11 +247,15 @@ class MatMulKernel final : public Kernel {
 
  private:
   void fast(const MatMulShape& s, const std::vector<int64_t>& ao, const std::vector<int64_t>& bo,
-            const float* a, const float* b, float* y) const {
+            const float* a, const float* b, bool packed, float* y) const {
     const int64_t count = static_cast<int64_t>(ao.size());
     // A stack of matrices times one shared B is one tall GEMM.
     bool shared_b = count > 0;
     for (int64_t i = 0; i < count && shared_b; ++i) shared_b = bo[i] == 0 && ao[i] == i;
+    if (shared_b && packed) {
+      gemm_prepacked(false, count * s.m, s.n, s.k, a, s.k, packed_b_.data.data(), y, threads_);
+      return;
+    }
     if (shared_b) {
       sgemm(false, false, count * s.m, s.n, s.k, a, s.k, b, s.n, y, s.n, threads_);
       return;
@@ -217,6 +277,7 @@ class MatMulKernel final : public Kernel {
   const ir::Node& node_;
   int threads_;
   bool reference_;
+  PackedB packed_b_;
 };
 
 }  // namespace

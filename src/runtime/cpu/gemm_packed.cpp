@@ -1,0 +1,253 @@
+// GCC 12 reports a false "may be used uninitialized" inside its own AVX-512 min/max intrinsics
+// (their _mm512_undefined_ps pass-through operand).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "gemm_packed.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+
+namespace ptq::runtime::cpu {
+
+namespace {
+
+constexpr int64_t MR = kGemmMR, NR = kGemmNR;
+// k is consumed in blocks of kKc: an A micro-panel (kKc x MR) stays in L1 while the B panels
+// of the block stream from L2. Partial sums go through C between blocks; a float stored and
+// loaded back is unchanged, so blocking does not change any result.
+constexpr int64_t kKc = 256;
+// Columns per outer block: the B block (kKc x kNc floats, 512 KiB) stays in L2.
+constexpr int64_t kNc = 512;
+
+// One call of the micro-kernel: C tile (R x cols, cols <= NR) = (first ? 0 : C) + A * B over
+// kc, then the epilogue when `last`.
+struct Tile {
+  int64_t kc;
+  const float* a;  // kc x MR
+  const float* b;  // kc x NR
+  float* c;
+  int64_t ldc, cols;
+  bool first, last;
+  const float* bias;  // R row biases, or null
+  float lo, hi;
+  bool clamp;
+};
+
+#if defined(__AVX512F__)
+
+__mmask16 lane_mask(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+template <int R>
+void micro(const Tile& t) {
+  const __mmask16 m0 = lane_mask(t.cols), m1 = lane_mask(t.cols - 16);
+  __m512 c0[R], c1[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    if (t.first) {
+      c0[r] = _mm512_setzero_ps();
+      c1[r] = _mm512_setzero_ps();
+    } else {
+      c0[r] = _mm512_maskz_loadu_ps(m0, t.c + r * t.ldc);
+      c1[r] = _mm512_maskz_loadu_ps(m1, t.c + r * t.ldc + 16);
+    }
+  }
+  const float* a = t.a;
+  const float* b = t.b;
+  for (int64_t q = 0; q < t.kc; ++q, a += MR, b += NR) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+  if (t.last) {
+    const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      if (t.bias != nullptr) {
+        const __m512 bv = _mm512_set1_ps(t.bias[r]);
+        c0[r] = _mm512_add_ps(c0[r], bv);
+        c1[r] = _mm512_add_ps(c1[r], bv);
+      }
+      if (t.clamp) {  // max/min return their second operand when one is NaN: NaN stays NaN
+        c0[r] = _mm512_min_ps(hi, _mm512_max_ps(lo, c0[r]));
+        c1[r] = _mm512_min_ps(hi, _mm512_max_ps(lo, c1[r]));
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(t.c + r * t.ldc, m0, c0[r]);
+    _mm512_mask_storeu_ps(t.c + r * t.ldc + 16, m1, c1[r]);
+  }
+}
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+template <int R>
+void micro(const Tile& t) {
+  // Column tails go through a full-width buffer (AVX2 has no cheap masked float store).
+  alignas(32) float edge[R][NR];
+  float* c = t.c;
+  int64_t ldc = t.ldc;
+  if (t.cols < NR) {
+    for (int r = 0; r < R; ++r) {
+      for (int64_t j = 0; j < NR; ++j) edge[r][j] = !t.first && j < t.cols ? t.c[r * t.ldc + j] : 0.0f;
+    }
+    c = &edge[0][0];
+    ldc = NR;
+  }
+  __m256 c0[R], c1[R];
+  for (int r = 0; r < R; ++r) {
+    c0[r] = t.first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc);
+    c1[r] = t.first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8);
+  }
+  const float* a = t.a;
+  const float* b = t.b;
+  for (int64_t q = 0; q < t.kc; ++q, a += MR, b += NR) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r);
+      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+  if (t.last) {
+    const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
+    for (int r = 0; r < R; ++r) {
+      if (t.bias != nullptr) {
+        const __m256 bv = _mm256_set1_ps(t.bias[r]);
+        c0[r] = _mm256_add_ps(c0[r], bv);
+        c1[r] = _mm256_add_ps(c1[r], bv);
+      }
+      if (t.clamp) {
+        c0[r] = _mm256_min_ps(hi, _mm256_max_ps(lo, c0[r]));
+        c1[r] = _mm256_min_ps(hi, _mm256_max_ps(lo, c1[r]));
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(c + r * ldc, c0[r]);
+    _mm256_storeu_ps(c + r * ldc + 8, c1[r]);
+  }
+  if (t.cols < NR) {
+    for (int r = 0; r < R; ++r) std::copy(edge[r], edge[r] + t.cols, t.c + r * t.ldc);
+  }
+}
+
+#else
+
+// Portable: the same blocking in plain loops the compiler can vectorise.
+template <int R>
+void micro(const Tile& t) {
+  float acc[R][NR];
+  for (int r = 0; r < R; ++r) {
+    for (int64_t j = 0; j < NR; ++j) acc[r][j] = !t.first && j < t.cols ? t.c[r * t.ldc + j] : 0.0f;
+  }
+  for (int64_t q = 0; q < t.kc; ++q) {
+    for (int r = 0; r < R; ++r) {
+      for (int64_t j = 0; j < NR; ++j) acc[r][j] += t.a[q * MR + r] * t.b[q * NR + j];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int64_t j = 0; j < t.cols; ++j) {
+      float v = acc[r][j];
+      if (t.last && t.bias != nullptr) v += t.bias[r];
+      if (t.last && t.clamp) v = std::min(std::max(v, t.lo), t.hi);
+      t.c[r * t.ldc + j] = v;
+    }
+  }
+}
+
+#endif
+
+using MicroFn = void (*)(const Tile&);
+
+template <int... Rs>
+constexpr auto micro_table(std::integer_sequence<int, Rs...>) {
+  return std::array<MicroFn, sizeof...(Rs)>{&micro<Rs + 1>...};
+}
+
+// micro<R> for R = 1..MR rows, so row tails cost no wasted multiply-adds.
+constexpr auto kMicro = micro_table(std::make_integer_sequence<int, static_cast<int>(MR)>{});
+
+}  // namespace
+
+void pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, float* out) {
+  for (int64_t i0 = 0; i0 < m; i0 += MR) {
+    const int64_t rows = std::min(MR, m - i0);
+    float* panel = out + i0 * k;  // panels are MR * k floats apart
+    for (int64_t q = 0; q < k; ++q) {
+      float* dst = panel + q * MR;
+      for (int64_t r = 0; r < rows; ++r) dst[r] = trans ? a[q * lda + i0 + r] : a[(i0 + r) * lda + q];
+      std::fill(dst + rows, dst + MR, 0.0f);
+    }
+  }
+}
+
+void pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float* out) {
+  for (int64_t j0 = 0; j0 < n; j0 += NR) {
+    const int64_t cols = std::min(NR, n - j0);
+    float* panel = out + j0 * k;
+    for (int64_t q = 0; q < k; ++q) {
+      float* dst = panel + q * NR;
+      if (trans) {
+        for (int64_t j = 0; j < cols; ++j) dst[j] = b[(j0 + j) * ldb + q];
+      } else {
+        std::copy(b + q * ldb + j0, b + q * ldb + j0 + cols, dst);
+      }
+      std::fill(dst + cols, dst + NR, 0.0f);
+    }
+  }
+}
+
+void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* pb, float* c,
+                 int64_t ldc, const GemmEpilogue& e) {
+  if (m <= 0 || n <= 0) return;
+  const bool clamp = !(std::isinf(e.lo) && e.lo < 0 && std::isinf(e.hi) && e.hi > 0);
+  if (k == 0) {  // an empty sum: zero, then the epilogue
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        float v = e.row_bias != nullptr ? 0.0f + e.row_bias[i] : 0.0f;
+        c[i * ldc + j] = clamp ? std::min(std::max(v, e.lo), e.hi) : v;
+      }
+    }
+    return;
+  }
+  for (int64_t j1 = 0; j1 < n; j1 += kNc) {
+    const int64_t j1_end = std::min(n, j1 + kNc);
+    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+      const int64_t kc = std::min(kKc, k - k0);
+      for (int64_t i0 = 0; i0 < m; i0 += MR) {
+        const int64_t rows = std::min(MR, m - i0);
+        for (int64_t j0 = j1; j0 < j1_end; j0 += NR) {
+          const Tile t{kc,
+                       pa + i0 * k + k0 * MR,
+                       pb + j0 * k + k0 * NR,
+                       c + i0 * ldc + j0,
+                       ldc,
+                       std::min(NR, n - j0),
+                       k0 == 0,
+                       k0 + kc == k,
+                       e.row_bias != nullptr ? e.row_bias + i0 : nullptr,
+                       e.lo,
+                       e.hi,
+                       clamp};
+          kMicro[static_cast<size_t>(rows - 1)](t);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ptq::runtime::cpu

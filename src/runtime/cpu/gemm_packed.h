@@ -1,0 +1,56 @@
+// Single-precision GEMM on packed operands with a register-blocked micro-kernel (AVX-512,
+// AVX2 + FMA, or portable loops, chosen at compile time). A constant operand (conv weights, a
+// Gemm/MatMul weight matrix) is packed once when its kernel is prepared; only the other one is
+// packed per call. One thread; callers tile and parallelise with a shape-only partition.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace ptq::runtime::cpu {
+
+// The micro-kernel computes kGemmMR rows x kGemmNR columns of C in registers.
+#if defined(__AVX512F__)
+inline constexpr int64_t kGemmMR = 14;  // 28 zmm accumulators
+inline constexpr int64_t kGemmNR = 32;
+#elif defined(__AVX2__) && defined(__FMA__)
+inline constexpr int64_t kGemmMR = 6;  // 12 ymm accumulators
+inline constexpr int64_t kGemmNR = 16;
+#else
+inline constexpr int64_t kGemmMR = 4;
+inline constexpr int64_t kGemmNR = 16;
+#endif
+
+// Floats a packed A (m x k) / packed B (k x n) takes: whole panels, zero-padded.
+inline int64_t packed_a_floats(int64_t m, int64_t k) {
+  return (m + kGemmMR - 1) / kGemmMR * kGemmMR * k;
+}
+inline int64_t packed_b_floats(int64_t k, int64_t n) {
+  return (n + kGemmNR - 1) / kGemmNR * kGemmNR * k;
+}
+
+// Packs op(A) (m x k; when trans, A is stored k x m) into panels of kGemmMR rows: panel p holds
+// rows [p * MR, p * MR + MR) as k groups of MR floats (k-major), missing rows zero.
+void pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, float* out);
+
+// Packs op(B) (k x n; when trans, B is stored n x k) into panels of kGemmNR columns: panel q
+// holds columns [q * NR, q * NR + NR) as k groups of NR floats, missing columns zero.
+void pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float* out);
+
+// What is applied to each element of C once its sum is complete: + row_bias[i], then clamped
+// to [lo, hi] (a fused Relu or Clip; NaN stays NaN).
+struct GemmEpilogue {
+  const float* row_bias = nullptr;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+};
+
+// C[m x n] (row stride ldc) = A * B, then the epilogue, from packed operands (pa from pack_a
+// of m rows, pb from pack_b of n columns, both with this k). Overwrites C. Each element is summed
+// over k in order by the same code whatever the caller's tiling, so an element's value depends
+// only on its row of A, its column of B and k.
+void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* pb, float* c,
+                 int64_t ldc, const GemmEpilogue& epilogue = {});
+
+}  // namespace ptq::runtime::cpu
