@@ -19,7 +19,8 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 
 {
   echo "date: $(date -u)"
-  lscpu | grep -E '^(Model name|CPU\(s\)|Flags)' | cut -c1-200
+  lscpu | grep -E '^(Model name|CPU\(s\))'
+  echo "vector ISA: $(grep -o -w -E 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv 2>/dev/null
   python3 -c 'import torch, onnxruntime; print("torch", torch.__version__, "onnxruntime", onnxruntime.__version__)'
 } 2>&1 | tee "$out/machine.txt"
