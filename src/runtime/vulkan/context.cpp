@@ -168,8 +168,9 @@ Status Context::init(int index) {
   const std::vector<VkPhysicalDevice> devices = physical_devices(instance_);
   if (devices.empty()) return runtime_error("vulkan: the loader found no device");
   if (index < 0 || index >= static_cast<int>(devices.size())) {
-    return usage_error("vulkan: no device {} (there are {}; see ptq info --devices)", index,
-                       devices.size());
+    // A bad index is bad input (exit 3), like a missing file.
+    return invalid_input("vulkan: no device {} (there are {}; see ptq info --devices)", index,
+                         devices.size());
   }
   physical_ = devices[static_cast<size_t>(index)];
   info_ = describe(physical_, index);
