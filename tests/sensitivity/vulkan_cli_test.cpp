@@ -34,7 +34,7 @@ class SensitivityVulkanCli : public ::testing::Test {
  protected:
   void SetUp() override {
     auto devices = run_ptq({"info", "--devices"});
-    if (devices.exit_code != 0) GTEST_SKIP() << "no Vulkan device: " << devices.err;
+    if (devices.exit_code != 0) FAIL() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe): " << devices.err;
     dir_ = fs::temp_directory_path() / ("ptq_sens_vk_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     model_ = (dir_ / "outlier.onnx").string();

@@ -67,7 +67,7 @@ class VulkanCli : public ::testing::Test {
   void SetUp() override {
     static const PtqResult devices = run_ptq({"info", "--devices"});
     if (devices.exit_code != 0 || devices.out.find("device 0:") == std::string::npos) {
-      GTEST_SKIP() << "no Vulkan device: " << devices.err;
+      FAIL() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe): " << devices.err;
     }
   }
 };
