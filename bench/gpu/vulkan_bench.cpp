@@ -6,6 +6,10 @@
 //                  (input upload and output download included)
 //   calib S B      entropy calibration of that ResNet-18 over S random samples in batches of B:
 //                  both passes (min/max, then histograms) with every activation observed
+//   pipelines      time to build the pipelines ResNet-18 calibration uses: one at a time, then
+//                  all at once on a fresh context (set PTQ_PIPELINE_CACHE=off and
+//                  __GL_SHADER_DISK_CACHE=0 for cold compiles)
+//   --tile l|w|m|s gemm: force the 128x128, 64x256, 64x128 or 64x64 block tile
 //   --cpu          also time resnet18/calib on the CPU executor
 //   --device N     Vulkan device index
 // Output: one JSON object per line, for run_device.sh to parse.
@@ -14,9 +18,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -63,7 +69,7 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float scale) {
 }
 
 // GEMM C = A·B on device buffers, `reps` dispatches in one command buffer; best of 3 submits.
-void bench_gemm(vulkan::Context& ctx, int64_t n) {
+void bench_gemm(vulkan::Context& ctx, int64_t n, const vulkan::GemmTile* tile) {
   const size_t elems = static_cast<size_t>(n * n);
   const std::vector<float> a = random_floats(elems, 1, 1.0f), b = random_floats(elems, 2, 1.0f);
   vulkan::Buffer A = must(vulkan::upload_buffer(ctx, a.data(), elems * 4));
@@ -84,7 +90,7 @@ void bench_gemm(vulkan::Context& ctx, int64_t n) {
   vulkan::Recorder rec(ctx, arena, cmd);
   for (int r = 0; r < reps; ++r) {
     rec.no_barrier_needed();  // every repetition writes the same C from the same A and B
-    must(vulkan::record_gemm(rec, p, 1, A, B, A, C));
+    must(vulkan::record_gemm(rec, p, 1, A, B, A, C, tile));
   }
   rec.copy(C.handle(), 0, out.handle(), 0, elems * 4);
   rec.barrier();
@@ -107,9 +113,33 @@ void bench_gemm(vulkan::Context& ctx, int64_t n) {
     worst = std::max(worst, std::fabs(ref - c[i * n + j]) / std::sqrt(static_cast<double>(n)));
   }
   const double tflops = 2.0 * static_cast<double>(n) * n * n * reps / best / 1e12;
-  fmt::print("{{\"bench\": \"gemm\", \"n\": {}, \"reps\": {}, \"seconds\": {:.6f}, \"tflops\": {:.3f}, "
-             "\"max_err_per_sqrt_k\": {:.3g}}}\n", n, reps, best, tflops, worst);
+  const vulkan::GemmTile used = tile != nullptr ? *tile : vulkan::gemm_tile(ctx, n, n, 1);
+  fmt::print("{{\"bench\": \"gemm\", \"n\": {}, \"tile\": \"{}x{}\", \"reps\": {}, \"seconds\": {:.6f}, "
+             "\"tflops\": {:.3f}, \"max_err_per_sqrt_k\": {:.3g}}}\n", n, used.m, used.n, reps, best, tflops, worst);
   ctx.free_command_buffer(cmd);
+}
+
+// Pipeline build times of the shaders a ResNet-18 calibration dispatches.
+void bench_pipelines(int device) {
+  const std::vector<std::pair<std::string, uint32_t>> shaders = {
+      {"conv_gemm", 5}, {"conv_gemm_m", 5}, {"conv_gemm_w", 5}, {"conv_gemm_l", 5}, {"gemm", 4}, {"gemm_m", 4},
+      {"gemm_l", 4},    {"pool", 2},        {"binary", 3},      {"unary", 2}, {"minmax", 2},
+      {"histogram", 2}};
+  {
+    const auto t_ctx = Clock::now();
+    auto ctx = must(vulkan::Context::create(device));
+    fmt::print("{{\"bench\": \"context\", \"ms\": {:.1f}}}\n", seconds_since(t_ctx) * 1e3);
+    for (const auto& [name, bindings] : shaders) {
+      const auto t0 = Clock::now();
+      must(ctx->pipeline(name, bindings, 128).status());
+      fmt::print("{{\"bench\": \"pipeline\", \"shader\": \"{}\", \"ms\": {:.1f}}}\n", name, seconds_since(t0) * 1e3);
+    }
+  }
+  auto ctx = must(vulkan::Context::create(device));
+  const auto t0 = Clock::now();
+  must(ctx->prepare_pipelines(shaders));
+  fmt::print("{{\"bench\": \"pipelines_parallel\", \"count\": {}, \"ms\": {:.1f}}}\n", shaders.size(),
+             seconds_since(t0) * 1e3);
 }
 
 // ---- ResNet-18 built in code (what torchvision's resnet18 exports to, BN folded) ----------
@@ -300,9 +330,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   int device = 0;
   bool cpu = false;
+  std::optional<vulkan::GemmTile> tile;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--device" && i + 1 < args.size()) device = std::atoi(args[i + 1].c_str());
     if (args[i] == "--cpu") cpu = true;
+    if (args[i] == "--tile" && i + 1 < args.size()) {
+      const std::string& t = args[i + 1];
+      tile = t == "l"   ? vulkan::GemmTile{128, 128, "_l"}
+             : t == "w" ? vulkan::GemmTile{64, 256, "_w"}
+             : t == "m" ? vulkan::GemmTile{64, 128, "_m"}
+                        : vulkan::GemmTile{};
+    }
   }
   auto devices = must(vulkan::list_vulkan_devices());
   if (device < 0 || device >= static_cast<int>(devices.size())) {
@@ -317,8 +355,10 @@ int main(int argc, char** argv) {
     if (args[i] == "gemm") {
       auto ctx = must(vulkan::Context::create(device));
       for (size_t j = i + 1; j < args.size() && std::isdigit(static_cast<unsigned char>(args[j][0])); ++j) {
-        bench_gemm(*ctx, std::atoll(args[j].c_str()));
+        bench_gemm(*ctx, std::atoll(args[j].c_str()), tile ? &*tile : nullptr);
       }
+    } else if (args[i] == "pipelines") {
+      bench_pipelines(device);
     } else if (args[i] == "resnet18" && i + 1 < args.size()) {
       const ir::Model model = resnet18();
       const int64_t batch = std::atoll(args[i + 1].c_str());

@@ -140,7 +140,10 @@ TEST(VulkanOps, GemmAndMatMul) {
   const std::vector<std::pair<ir::Shape, ir::Shape>> mm = {
       {{3, 4}, {4, 5}},          {{2, 3, 17, 9}, {2, 3, 9, 13}}, {{4, 16, 64}, {64, 130}},
       {{2, 1, 5, 6}, {3, 6, 7}}, {{8}, {8, 3}},                   {{2, 5, 8}, {8}},
-      {{1, 200, 72}, {72, 140}}};
+      {{1, 200, 72}, {72, 140}},
+      // gemm.comp's larger tiles (lavapipe gets them from 4 blocks): 128x128 with vec4 and
+      // with scalar loads, 64x128.
+      {{2, 128, 64}, {64, 256}}, {{4, 130, 33}, {4, 33, 131}}, {{4, 64, 20}, {4, 20, 128}}};
   for (const auto& [sa, sb] : mm) {
     OneNode spec;
     spec.op = "MatMul";
@@ -164,7 +167,9 @@ TEST(VulkanOps, Conv) {
                                    {2, 16, 10, 10, 16, 3, 1, 1, 1, 16}, // depthwise
                                    {1, 12, 9, 8, 18, 3, 2, 0, 1, 3},    // grouped (direct)
                                    {1, 64, 8, 8, 64, 3, 1, 1, 1, 2},    // grouped (implicit)
-                                   {1, 3, 40, 40, 130, 7, 2, 3, 1, 1}}) {  // large tiles
+                                   {1, 3, 40, 40, 130, 7, 2, 3, 1, 1},     // 130 channels
+                                   {1, 8, 16, 16, 130, 3, 1, 1, 1, 1},     // 128x128 tiles
+                                   {4, 3, 25, 21, 64, 7, 2, 3, 1, 1}}) {  // 64x128 tiles, odd P
     OneNode spec;
     spec.op = "Conv";
     spec.attrs = {attr_ints("kernel_shape", {c.k, c.k}), attr_ints("strides", {c.stride, c.stride}),

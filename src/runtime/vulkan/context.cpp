@@ -2,7 +2,13 @@
 #include "context.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -207,16 +213,87 @@ Status Context::init(int index) {
   VkFenceCreateInfo fci{};
   fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   PTQ_VK(vkCreateFence(device_, &fci, nullptr, &fence_));
+  open_pipeline_cache();
+  if (pipeline_cache_ == VK_NULL_HANDLE) {
+    VkPipelineCacheCreateInfo cci{};
+    cci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+    PTQ_VK(vkCreatePipelineCache(device_, &cci, nullptr, &pipeline_cache_));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// $PTQ_PIPELINE_CACHE (a folder, or "off"), else $XDG_CACHE_HOME/ptqkit, else ~/.cache/ptqkit.
+std::filesystem::path cache_dir() {
+  if (const char* d = std::getenv("PTQ_PIPELINE_CACHE"); d != nullptr && *d != '\0') {
+    return std::string_view(d) == "off" ? std::filesystem::path() : std::filesystem::path(d);
+  }
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+    return std::filesystem::path(x) / "ptqkit";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return std::filesystem::path(h) / ".cache" / "ptqkit";
+  }
+  return {};
+}
+
+}  // namespace
+
+// Compiled pipelines persist across runs in a VkPipelineCache file per device and driver (the
+// driver checks the header too). The cache is an optimisation: any failure to read or write
+// it only costs compile time.
+void Context::open_pipeline_cache() {
+  const std::filesystem::path dir = cache_dir();
+  if (dir.empty()) return;
+  std::string uuid;
+  for (uint8_t byte : props_.pipelineCacheUUID) uuid += fmt::format("{:02x}", byte);
+  cache_file_ = (dir / fmt::format("pipelines-{:04x}-{:04x}-{}.bin", props_.vendorID, props_.deviceID, uuid)).string();
+  std::vector<char> data;
+  if (std::ifstream in(cache_file_, std::ios::binary); in) {
+    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   VkPipelineCacheCreateInfo cci{};
   cci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
-  PTQ_VK(vkCreatePipelineCache(device_, &cci, nullptr, &pipeline_cache_));
-  return Status::ok();
+  cci.initialDataSize = data.size();
+  cci.pInitialData = data.empty() ? nullptr : data.data();
+  if (vkCreatePipelineCache(device_, &cci, nullptr, &pipeline_cache_) != VK_SUCCESS) {
+    pipeline_cache_ = VK_NULL_HANDLE;  // unusable data: start empty
+    return;
+  }
+  cache_loaded_bytes_ = data.size();
+}
+
+void Context::save_pipeline_cache() {
+  if (cache_file_.empty() || pipeline_cache_ == VK_NULL_HANDLE) return;
+  size_t size = 0;
+  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS) return;
+  if (size <= cache_loaded_bytes_) return;  // nothing new was compiled
+  std::vector<char> data(size);
+  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) != VK_SUCCESS) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(cache_file_).parent_path(), ec);
+  // Write a private file and rename it over the cache, so concurrent runs never see half a file.
+  const std::string tmp = fmt::format("{}.{}.tmp", cache_file_, static_cast<const void*>(this));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    out.write(data.data(), static_cast<std::streamsize>(size));
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, cache_file_, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
 }
 
 Context::~Context() {
   if (device_ != VK_NULL_HANDLE) {
     vkDeviceWaitIdle(device_);
     pipelines_.clear();
+    save_pipeline_cache();
     if (pipeline_cache_ != VK_NULL_HANDLE) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
     if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
     if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
@@ -243,6 +320,42 @@ Expected<const Pipeline*> Context::pipeline(std::string_view name, uint32_t bind
                                             uint32_t push_bytes) {
   auto it = pipelines_.find(std::string(name));
   if (it != pipelines_.end()) return static_cast<const Pipeline*>(it->second.get());
+  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, build_pipeline(name, bindings, push_bytes));
+  const Pipeline* out = p.get();
+  pipelines_.emplace(std::string(name), std::move(p));
+  return out;
+}
+
+Status Context::prepare_pipelines(const std::vector<std::pair<std::string, uint32_t>>& shaders) {
+  std::vector<std::pair<std::string, uint32_t>> todo;
+  for (const auto& s : shaders) {
+    const bool queued = std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == s.first; });
+    if (!queued && pipelines_.count(s.first) == 0) todo.push_back(s);
+  }
+  if (todo.empty()) return Status::ok();
+  std::vector<Expected<std::unique_ptr<Pipeline>>> built;
+  built.reserve(todo.size());
+  for (size_t i = 0; i < todo.size(); ++i) built.emplace_back(runtime_error("vulkan: pipeline not built"));
+  const size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < todo.size(); i = next++) built[i] = build_pipeline(todo[i].first, todo[i].second, 128);
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (!built[i].has_value()) return built[i].status();
+    pipelines_.emplace(todo[i].first, std::move(built[i]).value());
+  }
+  return Status::ok();
+}
+
+// vkCreateComputePipelines may run on several threads at once (the pipeline cache is
+// internally synchronized); nothing else here touches shared state.
+Expected<std::unique_ptr<Pipeline>> Context::build_pipeline(std::string_view name, uint32_t bindings,
+                                                            uint32_t push_bytes) const {
   const ShaderCode* code = find_shader(name);
   if (code == nullptr) return runtime_error("vulkan: no embedded shader '{}'", name);
   auto p = std::make_unique<Pipeline>(device_);
@@ -283,9 +396,7 @@ Expected<const Pipeline*> Context::pipeline(std::string_view name, uint32_t bind
   cpci.stage.pName = "main";
   cpci.layout = p->layout;
   PTQ_VK(vkCreateComputePipelines(device_, pipeline_cache_, 1, &cpci, nullptr, &p->pipeline));
-  const Pipeline* out = p.get();
-  pipelines_.emplace(std::string(name), std::move(p));
-  return out;
+  return p;
 }
 
 Pipeline::~Pipeline() {

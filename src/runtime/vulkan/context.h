@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "ptq/status.h"
 #include "ptq/vulkan.h"
@@ -45,6 +47,9 @@ class Context {
   // The compute pipeline of embedded shader `name` with `bindings` storage buffers and
   // `push_bytes` of push constants; built once and cached for the context's life.
   Expected<const Pipeline*> pipeline(std::string_view name, uint32_t bindings, uint32_t push_bytes);
+  // Builds the pipelines of `shaders` (name, storage buffers) not built yet, several at once
+  // (drivers compile each on the calling thread), with 128 bytes of push constants.
+  Status prepare_pipelines(const std::vector<std::pair<std::string, uint32_t>>& shaders);
 
   // Submits `cmd` and waits for it to finish.
   Status submit_and_wait(VkCommandBuffer cmd);
@@ -54,6 +59,10 @@ class Context {
  private:
   Context() = default;
   Status init(int index);
+  Expected<std::unique_ptr<Pipeline>> build_pipeline(std::string_view name, uint32_t bindings,
+                                                     uint32_t push_bytes) const;
+  void open_pipeline_cache();
+  void save_pipeline_cache();
 
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
@@ -63,6 +72,8 @@ class Context {
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  std::string cache_file_;        // the pipeline cache on disk ("" when off)
+  size_t cache_loaded_bytes_ = 0; // its size when read: written back only when it grew
   VkPhysicalDeviceProperties props_{};
   VkPhysicalDeviceMemoryProperties memory_{};
   DeviceInfo info_;

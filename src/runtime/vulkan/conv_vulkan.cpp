@@ -4,6 +4,7 @@
 //   few channels per group (depthwise)    -> direct convolution (conv_direct.comp).
 #include <algorithm>
 #include <array>
+#include <string>
 
 #include "gemm_vulkan.h"
 #include "op.h"
@@ -111,6 +112,7 @@ struct ConvGemmPush {
   uint32_t in_img, in_group, out_img, out_group, a_group;
   uint32_t bias_mode, act;
   float act_min, act_max;
+  uint32_t flags;  // kVecA: weight rows (K) vec4-aligned; kVecC: output planes (P) too
 };
 
 struct DirectPush {
@@ -180,9 +182,10 @@ class ConvOp final : public VulkanOp {
         cp.act = act_.kind;
         cp.act_min = act_.min;
         cp.act_max = act_.max;
-        const uint32_t tile = gemm_tile(cp.M, cp.N, g_.groups);
-        const uint32_t gx = (cp.N + tile - 1) / tile, gy = (cp.M + tile - 1) / tile;
-        return rec.dispatch(tile == 128 ? "conv_gemm_large" : "conv_gemm",
+        cp.flags = (cp.K % 4 == 0 ? kVecA : 0) | (cp.P % 4 == 0 ? kVecC : 0);
+        const GemmTile tile = gemm_tile(rec.context(), cp.M, cp.N, g_.groups);
+        const uint32_t gx = (cp.N + tile.n - 1) / tile.n, gy = (cp.M + tile.m - 1) / tile.m;
+        return rec.dispatch(std::string("conv_gemm") + tile.suffix,
                             {*in[1], *in[0], bias, out[0], ktable_}, cp, gx, gy,
                             static_cast<uint32_t>(g_.groups));
       }

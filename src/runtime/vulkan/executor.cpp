@@ -4,6 +4,8 @@
 // recorded command buffers submitted, CPU fallback steps run between them, statistics and
 // outputs read back.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -117,6 +119,32 @@ class HostAllocator final : public runtime::Allocator {
   ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) override { return ir::Tensor(dtype, shape); }
 };
 
+// A batch of images is tens of MB: one thread copying it into staging memory takes longer
+// than the GPU takes to run a ResNet on it.
+void parallel_copy(void* dst, const void* src, size_t bytes, int threads) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+  if (threads <= 1 || chunks < 4) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#pragma omp parallel for num_threads(std::min<int64_t>(threads, chunks)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t at = static_cast<size_t>(c) * kChunk;
+    std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, std::min(kChunk, bytes - at));
+  }
+}
+
+// PTQ_VULKAN_TIMING=1 prints where the first run of each program spends its time.
+bool timing_wanted() {
+  static const bool wanted = std::getenv("PTQ_VULKAN_TIMING") != nullptr;
+  return wanted;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 ir::Tensor owned_copy(const ir::Tensor& t) {
   ir::Tensor out(t.dtype(), t.shape());
   if (t.nbytes() > 0 && t.raw() != nullptr) std::memcpy(out.raw(), t.raw(), t.nbytes());
@@ -185,15 +213,21 @@ Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inpu
   auto it = programs_.find(key);
   if (it != programs_.end()) return it->second.get();
 
+  const auto t0 = std::chrono::steady_clock::now();
   ShapeRecorder recorder(statics_);
   runtime::Observer* obs[] = {&recorder};
   shapes_->forget_observers();
   PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors ignored, shapes_->run(inputs, obs));
   (void)ignored;
+  const double shape_ms = ms_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   BuildEnv env{*ctx_, model_, *cpu_, std::max(options_.threads, 1), options_.observe_budget_bytes,
                uploaded_, uploaded_bytes_};
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Program> prog,
                        build_program(env, recorder.facts, std::move(recorder.folded), observed));
+  if (timing_wanted()) {
+    fmt::print(stderr, "ptq: vulkan: new program: CPU shape pass {:.1f} ms, build {:.1f} ms\n", shape_ms, ms_since(t1));
+  }
   if (!prog->fallback_nodes.empty()) {
     if (options_.strict) {
       free_commands(*prog);
@@ -256,7 +290,9 @@ Status VulkanExecutor::execute(Program& prog, const runtime::NamedTensors& input
     const int id = prog.id(name);
     host[static_cast<size_t>(id)] = t.view();
     const Value& v = prog.values[static_cast<size_t>(id)];
-    if (v.needs_device && t.nbytes() > 0) std::memcpy(prog.staging[static_cast<size_t>(v.staging)].mapped(), t.raw(), t.nbytes());
+    if (v.needs_device && t.nbytes() > 0) {
+      parallel_copy(prog.staging[static_cast<size_t>(v.staging)].mapped(), t.raw(), t.nbytes(), options_.threads);
+    }
   }
   // Inputs, constants and folded values are shown first, as the CPU executor does.
   for (size_t id = 0; id < prog.values.size(); ++id) {

@@ -2,19 +2,47 @@
 #include "gemm_vulkan.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <string>
 
 namespace ptq::vulkan {
 
-uint32_t gemm_tile(int64_t m, int64_t n, int64_t batch) {
-  const int64_t large_tiles = ((m + 127) / 128) * ((n + 127) / 128) * batch;
-  return (m >= 128 && n >= 128 && large_tiles >= 32) ? 128 : 64;
+GemmTile gemm_tile(const Context& ctx, int64_t m, int64_t n, int64_t batch) {
+  // A GPU wants a block per multiprocessor at least (132 on an H100; core Vulkan does not say
+  // how many there are); a CPU device (lavapipe) runs a few blocks per core at a time.
+  const int64_t enough = ctx.info().type == "CPU" ? 4 : 132;
+  auto blocks = [&](int64_t bm, int64_t bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch; };
+  if (m >= 128 && n >= 128 && blocks(128, 128) >= enough) return {128, 128, "_l"};
+  if (m >= 48 && m <= 64 && n >= 256 && blocks(64, 256) >= enough) return {64, 256, "_w"};
+  if (m >= 48 && n >= 128 && blocks(64, 128) >= enough) return {64, 128, "_m"};
+  return {64, 64, ""};
 }
 
+namespace {
+
+bool aligned4(std::initializer_list<int64_t> values) {
+  return std::all_of(values.begin(), values.end(), [](int64_t v) { return v % 4 == 0; });
+}
+
+// Which operands gemm.comp may move as vec4: unit stride along the vector, every other stride,
+// batch offset and the vector's extent multiples of 4 (binding offsets are 256-byte aligned).
+uint32_t vec_flags(const GemmPush& p) {
+  uint32_t f = 0;
+  if (p.a_cs == 1 && aligned4({p.K, p.a_rs, p.a_bs0, p.a_bs1})) f |= kVecA;
+  if (p.b_cs == 1 && aligned4({p.N, p.b_rs, p.b_bs0, p.b_bs1})) f |= kVecB;
+  if (aligned4({p.N, p.c_rs, p.c_bs})) f |= kVecC;
+  return f;
+}
+
+}  // namespace
+
 Status record_gemm(Recorder& rec, const GemmPush& push, int64_t batch, const Binding& a,
-                   const Binding& b, const Binding& bias, const Binding& c) {
-  const uint32_t tile = gemm_tile(push.M, push.N, batch);
-  const uint32_t gx = (push.N + tile - 1) / tile, gy = (push.M + tile - 1) / tile;
-  return rec.dispatch(tile == 128 ? "gemm_large" : "gemm", {a, b, bias, c}, push, gx, gy,
+                   const Binding& b, const Binding& bias, const Binding& c, const GemmTile* forced) {
+  const GemmTile tile = forced != nullptr ? *forced : gemm_tile(rec.context(), push.M, push.N, batch);
+  GemmPush p = push;
+  p.flags = vec_flags(push);
+  const uint32_t gx = (p.N + tile.n - 1) / tile.n, gy = (p.M + tile.m - 1) / tile.m;
+  return rec.dispatch(std::string("gemm") + tile.suffix, {a, b, bias, c}, p, gx, gy,
                       static_cast<uint32_t>(batch));
 }
 

@@ -19,14 +19,26 @@ struct GemmPush {
   float alpha = 1.0f, beta = 1.0f;
   uint32_t act = 0;  // 0 none, 1 relu, 2 clip
   float act_min = 0.0f, act_max = 0.0f;
+  uint32_t flags = 0;  // kVec*: operands the shader may read and write as aligned vec4 (record_gemm sets them)
 };
 
-// Block tile edge of the shader variant: 128 ("…_large") when there are enough output tiles
-// to fill a GPU, else 64.
-uint32_t gemm_tile(int64_t m, int64_t n, int64_t batch);
+// gemm.comp's flags: A is k-contiguous, B and C n-contiguous, and all 16-byte aligned.
+constexpr uint32_t kVecA = 1, kVecB = 2, kVecC = 4;
 
-// Records C = act(alpha A·B + beta bias) for `batch` matrices (z of the dispatch).
+// A block-tile shape of gemm.comp and the name suffix of its shader variant.
+struct GemmTile {
+  uint32_t m = 64, n = 64;
+  const char* suffix = "";
+};
+
+// The largest block tile (128x128 "_l", 64x256 "_w", 64x128 "_m", 64x64) that still gives `ctx` enough
+// blocks to keep busy and does not leave most of a tile's rows empty.
+GemmTile gemm_tile(const Context& ctx, int64_t m, int64_t n, int64_t batch);
+
+// Records C = act(alpha A·B + beta bias) for `batch` matrices (z of the dispatch), with the
+// tile gemm_tile picks unless `tile` is given (the benchmark compares them).
 Status record_gemm(Recorder& rec, const GemmPush& push, int64_t batch, const Binding& a,
-                   const Binding& b, const Binding& bias, const Binding& c);
+                   const Binding& b, const Binding& bias, const Binding& c,
+                   const GemmTile* tile = nullptr);
 
 }  // namespace ptq::vulkan

@@ -3,6 +3,8 @@
 #include "program.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -41,6 +43,8 @@ struct Builder {
   Status layout_arena();
   Status allocate_staging();
   Status upload_constants();
+  Status record_step(Recorder& rec, int step);
+  Status prepare_pipelines();
   Status record_blocks();
 };
 
@@ -437,6 +441,43 @@ Status Builder::upload_constants() {
   return Status::ok();
 }
 
+Status Builder::record_step(Recorder& rec, int s) {
+  Step& st = prog.steps[static_cast<size_t>(s)];
+  if (st.kind != StepKind::kGpu) return Status::ok();
+  std::vector<DeviceTensor> ins(st.inputs.size());
+  std::vector<const DeviceTensor*> in_ptrs(st.inputs.size(), nullptr);
+  for (size_t i = 0; i < st.inputs.size(); ++i) {
+    if (st.inputs[i] < 0 || !st.op->reads_on_device(i)) continue;
+    ins[i] = prog.device_tensor(st.inputs[i]);
+    in_ptrs[i] = &ins[i];
+  }
+  std::vector<DeviceTensor> outs(st.outputs.size());
+  for (size_t i = 0; i < st.outputs.size(); ++i) {
+    if (st.outputs[i] >= 0) outs[i] = prog.device_tensor(st.outputs[i]);
+  }
+  Status status = st.op->record(rec, in_ptrs, outs);
+  if (!status.is_ok()) return runtime_error("{}: {}", graph.nodes[st.node].label(), status.message());
+  return Status::ok();
+}
+
+// Drivers compile a pipeline when it is created (seconds for a whole model on some), one per
+// thread: list the shaders the program dispatches (and the statistics it will need) with a
+// recorder that records nothing, and build them all at once before recording.
+Status Builder::prepare_pipelines() {
+  Recorder list(env.ctx, prog.descriptors, VK_NULL_HANDLE);
+  bool observed = false;
+  for (const Block& blk : prog.blocks) {
+    for (int s = blk.first_step; s < blk.end_step; ++s) PTQ_RETURN_IF_ERROR(record_step(list, s));
+    observed = observed || blk.stats_count > 0;
+  }
+  std::vector<std::pair<std::string, uint32_t>> shaders = list.shaders();
+  if (observed) {
+    shaders.emplace_back("minmax", 2);
+    shaders.emplace_back(env.ctx.exact_histograms() ? "histogram" : "histogram_f32", 2);
+  }
+  return env.ctx.prepare_pipelines(shaders);
+}
+
 Status Builder::record_blocks() {
   for (Block& blk : prog.blocks) {
     PTQ_ASSIGN_OR_RETURN(blk.cmd, env.ctx.allocate_command_buffer());
@@ -454,25 +495,7 @@ Status Builder::record_blocks() {
       rec.copy(prog.staging[static_cast<size_t>(v.staging)].handle(), 0, prog.arena.handle(),
                static_cast<VkDeviceSize>(v.offset), v.bytes());
     }
-    for (int s = blk.first_step; s < blk.end_step; ++s) {
-      Step& st = prog.steps[static_cast<size_t>(s)];
-      if (st.kind != StepKind::kGpu) continue;
-      std::vector<DeviceTensor> ins(st.inputs.size());
-      std::vector<const DeviceTensor*> in_ptrs(st.inputs.size(), nullptr);
-      for (size_t i = 0; i < st.inputs.size(); ++i) {
-        if (st.inputs[i] < 0 || !st.op->reads_on_device(i)) continue;
-        ins[i] = prog.device_tensor(st.inputs[i]);
-        in_ptrs[i] = &ins[i];
-      }
-      std::vector<DeviceTensor> outs(st.outputs.size());
-      for (size_t i = 0; i < st.outputs.size(); ++i) {
-        if (st.outputs[i] >= 0) outs[i] = prog.device_tensor(st.outputs[i]);
-      }
-      Status status = st.op->record(rec, in_ptrs, outs);
-      if (!status.is_ok()) {
-        return runtime_error("{}: {}", graph.nodes[st.node].label(), status.message());
-      }
-    }
+    for (int s = blk.first_step; s < blk.end_step; ++s) PTQ_RETURN_IF_ERROR(record_step(rec, s));
     bool first_stat = true;
     for (int id : blk.observed) {
       const Value& v = val(id);
@@ -549,8 +572,17 @@ Expected<std::unique_ptr<Program>> build_program(BuildEnv& env,
   b.lifetimes();
   PTQ_RETURN_IF_ERROR(b.layout_arena());
   PTQ_RETURN_IF_ERROR(b.allocate_staging());
+  const auto t0 = std::chrono::steady_clock::now();
   PTQ_RETURN_IF_ERROR(b.upload_constants());
+  const auto t1 = std::chrono::steady_clock::now();
+  PTQ_RETURN_IF_ERROR(b.prepare_pipelines());
+  const auto t2 = std::chrono::steady_clock::now();
   PTQ_RETURN_IF_ERROR(b.record_blocks());
+  if (std::getenv("PTQ_VULKAN_TIMING") != nullptr) {  // see executor.cpp
+    using ms = std::chrono::duration<double, std::milli>;
+    fmt::print(stderr, "ptq: vulkan: constants uploaded in {:.1f} ms, pipelines {:.1f} ms, recording {:.1f} ms\n",
+               ms(t1 - t0).count(), ms(t2 - t1).count(), ms(std::chrono::steady_clock::now() - t2).count());
+  }
   return prog;
 }
 

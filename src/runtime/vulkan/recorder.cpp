@@ -46,6 +46,10 @@ Expected<VkDescriptorSet> DescriptorArena::allocate(VkDescriptorSetLayout layout
 Status Recorder::dispatch(std::string_view name, std::span<const Binding> bindings,
                           const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy,
                           uint32_t gz) {
+  if (cmd_ == VK_NULL_HANDLE) {
+    shaders_.emplace_back(std::string(name), static_cast<uint32_t>(bindings.size()));
+    return Status::ok();
+  }
   PTQ_ASSIGN_OR_RETURN(const Pipeline* p,
                        ctx_.pipeline(name, static_cast<uint32_t>(bindings.size()), 128));
   if (p->bindings != bindings.size()) {
@@ -87,7 +91,7 @@ Status Recorder::dispatch(std::string_view name, std::span<const Binding> bindin
 
 void Recorder::copy(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
                     VkDeviceSize bytes) {
-  if (bytes == 0) return;
+  if (bytes == 0 || cmd_ == VK_NULL_HANDLE) return;
   if (!skip_) barrier();
   skip_ = false;
   VkBufferCopy region{src_offset, dst_offset, bytes};
@@ -96,7 +100,7 @@ void Recorder::copy(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDevic
 }
 
 void Recorder::fill(VkBuffer dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t value) {
-  if (bytes == 0) return;
+  if (bytes == 0 || cmd_ == VK_NULL_HANDLE) return;
   if (!skip_) barrier();
   skip_ = false;
   vkCmdFillBuffer(cmd_, dst, offset, (bytes + 3) / 4 * 4, value);
@@ -104,7 +108,7 @@ void Recorder::fill(VkBuffer dst, VkDeviceSize offset, VkDeviceSize bytes, uint3
 }
 
 void Recorder::barrier() {
-  if (!pending_) return;
+  if (!pending_ || cmd_ == VK_NULL_HANDLE) return;
   VkMemoryBarrier mb{};
   mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;

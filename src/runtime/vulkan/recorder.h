@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +48,8 @@ class DescriptorArena {
 
 class Recorder {
  public:
+  // With cmd == VK_NULL_HANDLE the recorder records nothing and only lists the shaders it is
+  // asked to dispatch (shaders()), so that a program's pipelines can be built up front at once.
   Recorder(Context& ctx, DescriptorArena& arena, VkCommandBuffer cmd)
       : ctx_(ctx), arena_(arena), cmd_(cmd) {}
 
@@ -72,6 +76,8 @@ class Recorder {
   // work that reads nothing the unfenced work writes (the pieces of a Concat or Split).
   void no_barrier_needed() { skip_ = true; }
   int64_t dispatches() const { return dispatches_; }
+  // The (shader, buffers) pairs a listing recorder was asked for.
+  const std::vector<std::pair<std::string, uint32_t>>& shaders() const { return shaders_; }
 
  private:
   Context& ctx_;
@@ -80,6 +86,7 @@ class Recorder {
   bool pending_ = false;  // work recorded since the last barrier
   bool skip_ = false;     // the next command needs no barrier
   int64_t dispatches_ = 0;
+  std::vector<std::pair<std::string, uint32_t>> shaders_;
 };
 
 // Number of workgroups of `local` threads to cover `n` items, capped for grid-stride shaders

@@ -1,33 +1,58 @@
 #version 450
-// Tiled matrix multiply C = act(alpha * A·B + bias) with shared-memory tiles and register
-// micro-tiles (16x16 threads, each TM x TN outputs strided by 16 so shared reads and global
-// stores are conflict-free and coalesced), global loads for the next K step prefetched into
-// registers while the current one is computed.
-//   default: 64x64x16 block, 4x4 per thread;  LARGE: 128x128x8 block, 8x8 per thread.
-//   CONV: implicit-GEMM convolution: A = weights [OC/g, IC/g*KH*KW], B = the im2col of the
-//   input read on the fly through a table of per-k offsets, C = the NCHW output.
+// Tiled fp32 matrix multiply C = act(alpha * A·B + bias), and (CONV) implicit-GEMM convolution.
+//
+// A block of 256 threads (16 x 16) computes a BM x BN tile of C; each thread a TM x TN
+// micro-tile held in vec4 registers: rows ty*4 + {0..3} (+64), columns tx*4 + {0..3} (+64), so
+// every shared-memory read is a conflict-free (or broadcast) 128-bit load and each loaded value
+// feeds 4-8 FMAs. The K loop is double-buffered: the next BK slice is loaded from global memory
+// into registers while the current one is multiplied out of shared memory, one barrier a step.
+// All accumulator indices are compile-time constants (fully unrolled loops), so nothing spills.
+//   TILE_L: 128x128x8 (8x8 per thread)  TILE_W: 64x256x16 (4x16, for 64-channel convolutions)
+//   TILE_M: 64x128x16 (4x8)             default: 64x64x16 (4x4)
+// Global loads are vec4 when the host says the operand is contiguous and 16-byte aligned
+// (flags), else 4 scalar loads with bounds checks; bounds are only checked on loads and stores,
+// never in the multiply loop (out-of-range elements are loaded as 0).
+//   CONV: A = weights [OC/g, IC/g*KH*KW], B = the im2col of the input gathered on the fly
+//   through a table of per-k offsets, C = the NCHW output; z = the group.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : enable
-#ifdef LARGE
+
+#if defined(TILE_L)
 #define BM 128
 #define BN 128
 #define BK 8
-#define TM 8
-#define TN 8
+#elif defined(TILE_M)
+#define BM 64
+#define BN 128
+#define BK 16
+#elif defined(TILE_W)
+#define BM 64
+#define BN 256
+#define BK 16
 #else
 #define BM 64
 #define BN 64
 #define BK 16
-#define TM 4
-#define TN 4
 #endif
-#define LOADS (BM * BK / 256)
+#define TM (BM / 16)                 // rows per thread: 8 or 4
+#define RM (BM / 64)                 // vec4 row groups per thread
+#define RN (BN / 64)                 // vec4 column groups per thread
+#define A_VECS (BM * BK / 1024)      // vec4 loads of A per thread and K step
+#define B_VECS (BN * BK / 1024)      // vec4 loads of B per thread (GEMM)
+#define B_GATHERS (BN * BK / 256)    // scalar gathers of B per thread (CONV)
+#define FLAG_VEC_A 1u
+#define FLAG_VEC_B 2u
+#define FLAG_VEC_C 4u
+
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer BufA { float a[]; };
+layout(std430, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
 layout(std430, binding = 1) readonly buffer BufB { float b[]; };
+layout(std430, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
 layout(std430, binding = 2) readonly buffer BufBias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer BufC { float c[]; };
+layout(std430, binding = 3) writeonly buffer BufC { float cm[]; };
+layout(std430, binding = 3) writeonly buffer BufC4 { vec4 cm4[]; };
 
 #ifdef CONV
 layout(std430, binding = 4) readonly buffer KTable { ivec2 ktab[]; };  // (offset, dh<<16 | dw)
@@ -43,6 +68,7 @@ layout(push_constant) uniform Params {
   uint bias_mode;           // 0 none, 1 per output channel
   uint act;                 // 0 none, 1 relu, 2 clip
   float act_min, act_max;
+  uint flags;               // FLAG_VEC_A: K % 4 == 0; FLAG_VEC_C: P % 4 == 0
 } p;
 #else
 layout(push_constant) uniform Params {
@@ -56,132 +82,194 @@ layout(push_constant) uniform Params {
   float alpha, beta;
   uint act;
   float act_min, act_max;
+  uint flags;                  // FLAG_VEC_*: that operand is k- (A) or n-contiguous (B, C) and aligned
 } p;
 #endif
 
-shared float As[BK][BM + 4];
-shared float Bs[BK][BN + 4];
+shared vec4 As[2][BK][BM / 4 + 1];  // A transposed (k-major); +1 vec4 keeps its stores conflict-free
+shared vec4 Bs[2][BK][BN / 4];
+
+#define tid gl_LocalInvocationID.x
+#define tx (gl_LocalInvocationID.x % 16u)
+#define ty (gl_LocalInvocationID.x / 16u)
+
+// ---- A: rows m0 + v / (BK/4), columns k0 + 4 * (v % (BK/4)), one vec4 per v ----------------
+uint a_row(int v) { return (tid + uint(v) * 256u) / (BK / 4); }
+uint a_col(int v) { return (tid + uint(v) * 256u) % (BK / 4) * 4u; }
+
+#ifdef CONV
+vec4 load_a(int base, uint m, uint k) {
+  if (m >= p.M) return vec4(0.0);
+  const int at = base + int(m * p.K + k);
+  if ((p.flags & FLAG_VEC_A) != 0u) return k < p.K ? a4[at / 4] : vec4(0.0);
+  vec4 v;
+  [[unroll]] for (int c = 0; c < 4; ++c) v[c] = k + uint(c) < p.K ? a[at + c] : 0.0;
+  return v;
+}
+#else
+vec4 load_a(int base, uint m, uint k) {
+  if (m >= p.M) return vec4(0.0);
+  const int at = base + int(m) * p.a_rs + int(k) * p.a_cs;
+  if ((p.flags & FLAG_VEC_A) != 0u) return k < p.K ? a4[at / 4] : vec4(0.0);
+  vec4 v;
+  [[unroll]] for (int c = 0; c < 4; ++c) v[c] = k + uint(c) < p.K ? a[at + c * p.a_cs] : 0.0;
+  return v;
+}
+
+// ---- B (GEMM): rows k0 + v / (BN/4), columns n0 + 4 * (v % (BN/4)) --------------------------
+uint b_row(int v) { return (tid + uint(v) * 256u) / (BN / 4); }
+uint b_col(int v) { return (tid + uint(v) * 256u) % (BN / 4) * 4u; }
+
+vec4 load_b(int base, uint k, uint n) {
+  if (k >= p.K) return vec4(0.0);
+  const int at = base + int(k) * p.b_rs + int(n) * p.b_cs;
+  if ((p.flags & FLAG_VEC_B) != 0u) return n < p.N ? b4[at / 4] : vec4(0.0);
+  vec4 v;
+  [[unroll]] for (int c = 0; c < 4; ++c) v[c] = n + uint(c) < p.N ? b[at + c * p.b_cs] : 0.0;
+  return v;
+}
+#endif
+
+#ifdef CONV
+void store_tile(vec4 v, uint m, uint n, uint z) {
+  if (p.bias_mode == 1u) v += bias[z * p.M + m];
+  if (p.act == 1u) v = max(v, vec4(0.0));
+  else if (p.act == 2u) v = min(max(v, vec4(p.act_min)), vec4(p.act_max));
+  if ((p.flags & FLAG_VEC_C) != 0u) {
+    const uint img = n / p.P;
+    cm4[(img * p.out_img + z * p.out_group + m * p.P + (n - img * p.P)) / 4u] = v;
+    return;
+  }
+  [[unroll]] for (int e = 0; e < 4; ++e) {
+    const uint ne = n + uint(e);
+    const uint img = ne / p.P;
+    if (ne < p.N) cm[img * p.out_img + z * p.out_group + m * p.P + (ne - img * p.P)] = v[e];
+  }
+}
+#else
+void store_tile(vec4 v, uint m, uint n, uint z) {
+  v *= p.alpha;
+  if (p.bias_mode == 1u) {
+    v += p.beta * bias[m];
+  } else if (p.bias_mode == 4u) {
+    v += p.beta * bias[0];
+  } else if (p.bias_mode == 2u || p.bias_mode == 3u) {
+    [[unroll]] for (int e = 0; e < 4; ++e) {
+      const uint ne = min(n + uint(e), p.N - 1u);
+      v[e] += p.beta * (p.bias_mode == 2u ? bias[ne] : bias[int(m) * p.bias_rs + int(ne) * p.bias_cs]);
+    }
+  }
+  if (p.act == 1u) v = max(v, vec4(0.0));
+  else if (p.act == 2u) v = min(max(v, vec4(p.act_min)), vec4(p.act_max));
+  const int dst = int(z) * p.c_bs + int(m) * p.c_rs + int(n);
+  if ((p.flags & FLAG_VEC_C) != 0u) {
+    cm4[dst / 4] = v;
+    return;
+  }
+  [[unroll]] for (int e = 0; e < 4; ++e) {
+    if (n + uint(e) < p.N) cm[dst + e] = v[e];
+  }
+}
+#endif
 
 void main() {
-  const uint tid = gl_LocalInvocationID.x;
-  const uint tx = tid % 16u, ty = tid / 16u;
   const uint m0 = gl_WorkGroupID.y * BM;
   const uint n0 = gl_WorkGroupID.x * BN;
   const uint z = gl_WorkGroupID.z;
 
 #ifdef CONV
-  const uint a_base = z * p.a_group;
-  const uint in_base = z * p.in_group;
-  // Each thread loads B columns n = tid % BN (+0): its image and window origin are fixed.
-  const uint ln = tid % BN;
-  const uint n_col = n0 + ln;
+  const int a_base = int(z * p.a_group);
+  // Each thread gathers B column n0 + tid % BN, rows tid / BN + j * (256 / BN): its image and
+  // window origin are fixed for the whole K loop.
+  const uint gn = tid % BN, gk = tid / BN;
+  const uint n_col = n0 + gn;
   const bool n_ok = n_col < p.N;
   const uint img = n_ok ? n_col / p.P : 0u;
   const uint pix = n_ok ? n_col - img * p.P : 0u;
-  const int oh = int(pix / p.OW), ow = int(pix % p.OW);
-  const int ih0 = oh * p.sh - p.ph, iw0 = ow * p.sw - p.pw;
-  const uint col_base = in_base + img * p.in_img;
+  const int ih0 = int(pix / p.OW) * p.sh - p.ph, iw0 = int(pix % p.OW) * p.sw - p.pw;
+  const int pix_base = int(z * p.in_group + img * p.in_img) + ih0 * int(p.W) + iw0;
+  float rb[B_GATHERS];
 #else
   const uint zo = z / p.batch1, zi = z % p.batch1;
   const int a_base = int(zo) * p.a_bs0 + int(zi) * p.a_bs1;
   const int b_base = int(zo) * p.b_bs0 + int(zi) * p.b_bs1;
-  const bool a_kfast = p.a_cs == 1;
-  const bool b_nfast = p.b_cs == 1 || p.b_rs != 1;
+  vec4 rb[B_VECS];
 #endif
+  vec4 ra[A_VECS];
 
-  float acc[TM][TN];
+  vec4 acc[TM][RN];
   [[unroll]] for (int i = 0; i < TM; ++i)
-    [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+    [[unroll]] for (int j = 0; j < RN; ++j) acc[i][j] = vec4(0.0);
 
-  float ra[LOADS], rb[LOADS];
-
-  // Global -> registers for the K step starting at k0 (issued before the current step is
-  // computed, so the loads are in flight meanwhile).
+  // Global memory -> registers for the K step starting at k0.
 #ifdef CONV
-#define LOAD_TILES(k0)                                                              \
-  [[unroll]] for (int r = 0; r < LOADS; ++r) {                                                 \
-    uint i = tid + uint(r) * 256u;                                                  \
-    uint gm = m0 + i / BK, gk = (k0) + i % BK;                                      \
-    ra[r] = (gm < p.M && gk < p.K) ? a[a_base + gm * p.K + gk] : 0.0;               \
-    uint bk = (k0) + i / BN;                                                        \
-    float v = 0.0;                                                                  \
-    if (n_ok && bk < p.K) {                                                         \
-      ivec2 t = ktab[bk];                                                           \
-      int ih = ih0 + (t.y >> 16), iw = iw0 + (t.y & 0xffff);                        \
-      if (ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W))                     \
-        v = b[int(col_base) + t.x + ih0 * int(p.W) + iw0];                          \
-    }                                                                               \
-    rb[r] = v;                                                                      \
+#define LOAD_B(k0)                                                                        \
+  [[unroll]] for (int j = 0; j < B_GATHERS; ++j) {                                        \
+    const uint k = (k0) + gk + uint(j) * (256u / BN);                                     \
+    float v = 0.0;                                                                        \
+    if (n_ok && k < p.K) {                                                                \
+      const ivec2 t = ktab[k];                                                            \
+      const int ih = ih0 + (t.y >> 16), iw = iw0 + (t.y & 0xffff);                        \
+      if (uint(ih) < p.H && uint(iw) < p.W) v = b[pix_base + t.x];                        \
+    }                                                                                     \
+    rb[j] = v;                                                                            \
   }
-#define STORE_TILES()                                                               \
-  [[unroll]] for (int r = 0; r < LOADS; ++r) {                                                 \
-    uint i = tid + uint(r) * 256u;                                                  \
-    As[i % BK][i / BK] = ra[r];                                                     \
-    Bs[i / BN][i % BN] = rb[r];                                                     \
+#define STORE_B(buf)                                                                      \
+  [[unroll]] for (int j = 0; j < B_GATHERS; ++j) {                                        \
+    const uint k = gk + uint(j) * (256u / BN);                                            \
+    Bs[buf][k][gn / 4u][gn % 4u] = rb[j];                                                 \
   }
 #else
-#define LOAD_TILES(k0)                                                              \
-  [[unroll]] for (int r = 0; r < LOADS; ++r) {                                                 \
-    uint i = tid + uint(r) * 256u;                                                  \
-    uint lm, lk, kk, nn;                                                            \
-    if (a_kfast) { lk = i % BK; lm = i / BK; } else { lm = i % BM; lk = i / BM; }   \
-    uint gm = m0 + lm, gk = (k0) + lk;                                              \
-    ra[r] = (gm < p.M && gk < p.K) ? a[a_base + int(gm) * p.a_rs + int(gk) * p.a_cs] : 0.0; \
-    if (b_nfast) { nn = i % BN; kk = i / BN; } else { kk = i % BK; nn = i / BK; }   \
-    uint bk = (k0) + kk, bn = n0 + nn;                                              \
-    rb[r] = (bk < p.K && bn < p.N) ? b[b_base + int(bk) * p.b_rs + int(bn) * p.b_cs] : 0.0; \
-  }
-#define STORE_TILES()                                                               \
-  [[unroll]] for (int r = 0; r < LOADS; ++r) {                                                 \
-    uint i = tid + uint(r) * 256u;                                                  \
-    uint lm, lk, kk, nn;                                                            \
-    if (a_kfast) { lk = i % BK; lm = i / BK; } else { lm = i % BM; lk = i / BM; }   \
-    As[lk][lm] = ra[r];                                                             \
-    if (b_nfast) { nn = i % BN; kk = i / BN; } else { kk = i % BK; nn = i / BK; }   \
-    Bs[kk][nn] = rb[r];                                                             \
-  }
+#define LOAD_B(k0)                                                                        \
+  [[unroll]] for (int v = 0; v < B_VECS; ++v) rb[v] = load_b(b_base, (k0) + b_row(v), n0 + b_col(v));
+#define STORE_B(buf)                                                                      \
+  [[unroll]] for (int v = 0; v < B_VECS; ++v) Bs[buf][b_row(v)][b_col(v) / 4u] = rb[v];
 #endif
+#define LOAD_A(k0)                                                                        \
+  [[unroll]] for (int v = 0; v < A_VECS; ++v) ra[v] = load_a(a_base, m0 + a_row(v), (k0) + a_col(v));
+#define STORE_A(buf)                                                                      \
+  [[unroll]] for (int v = 0; v < A_VECS; ++v) {                                           \
+    const uint r = a_row(v), kc = a_col(v);                                               \
+    [[unroll]] for (int c = 0; c < 4; ++c) As[buf][kc + uint(c)][r / 4u][r % 4u] = ra[v][c]; \
+  }
 
-  LOAD_TILES(0u)
-  for (uint k0 = 0u; k0 < p.K; k0 += BK) {
-    barrier();  // the previous step is done reading the tiles
-    STORE_TILES()
-    barrier();
-    if (k0 + BK < p.K) {
-      LOAD_TILES(k0 + BK)
+  const uint steps = (p.K + BK - 1u) / BK;
+  LOAD_A(0u)
+  LOAD_B(0u)
+  STORE_A(0)
+  STORE_B(0)
+  barrier();
+  for (uint s = 0u; s < steps; ++s) {
+    const uint cur = s & 1u;
+    const bool more = s + 1u < steps;
+    if (more) {
+      LOAD_A((s + 1u) * BK)
+      LOAD_B((s + 1u) * BK)
     }
     [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
-      float va[TM], vb[TN];
-      [[unroll]] for (int i = 0; i < TM; ++i) va[i] = As[kk][ty + uint(i) * 16u];
-      [[unroll]] for (int j = 0; j < TN; ++j) vb[j] = Bs[kk][tx + uint(j) * 16u];
-      [[unroll]] for (int i = 0; i < TM; ++i)
-        [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] += va[i] * vb[j];
+      vec4 va[RM], vb[RN];
+      [[unroll]] for (int r = 0; r < RM; ++r) va[r] = As[cur][kk][ty + uint(r) * 16u];
+      [[unroll]] for (int j = 0; j < RN; ++j) vb[j] = Bs[cur][kk][tx + uint(j) * 16u];
+      [[unroll]] for (int r = 0; r < RM; ++r)
+        [[unroll]] for (int c = 0; c < 4; ++c)
+          [[unroll]] for (int j = 0; j < RN; ++j) acc[r * 4 + c][j] += va[r][c] * vb[j];
     }
+    if (more) {
+      STORE_A(cur ^ 1u)
+      STORE_B(cur ^ 1u)
+    }
+    barrier();
   }
 
-  [[unroll]] for (int i = 0; i < TM; ++i) {
-    uint m = m0 + ty + uint(i) * 16u;
-    if (m >= p.M) continue;
-    [[unroll]] for (int j = 0; j < TN; ++j) {
-      uint n = n0 + tx + uint(j) * 16u;
-      if (n >= p.N) continue;
-#ifdef CONV
-      float v = acc[i][j];
-      if (p.bias_mode == 1u) v += bias[z * p.M + m];
-      uint im = n / p.P;
-      uint px = n - im * p.P;
-      uint dst = im * p.out_img + z * p.out_group + m * p.P + px;
-#else
-      float v = p.alpha * acc[i][j];
-      if (p.bias_mode == 1u) v += p.beta * bias[m];
-      else if (p.bias_mode == 2u) v += p.beta * bias[n];
-      else if (p.bias_mode == 3u) v += p.beta * bias[int(m) * p.bias_rs + int(n) * p.bias_cs];
-      else if (p.bias_mode == 4u) v += p.beta * bias[0];
-      uint dst = uint(int(z) * p.c_bs + int(m) * p.c_rs) + n;
-#endif
-      if (p.act == 1u) v = max(v, 0.0);
-      else if (p.act == 2u) v = min(max(v, p.act_min), p.act_max);
-      c[dst] = v;
+  // Epilogue: bias, activation, store (vec4 when the host says C rows are aligned). No early
+  // exits: the loops must unroll so that acc is only ever indexed by constants.
+  [[unroll]] for (int r = 0; r < RM; ++r) {
+    [[unroll]] for (int c = 0; c < 4; ++c) {
+      [[unroll]] for (int j = 0; j < RN; ++j) {
+        const uint m = m0 + uint(r) * 64u + ty * 4u + uint(c);
+        const uint n = n0 + uint(j) * 64u + tx * 4u;
+        if (m < p.M && n < p.N) store_tile(acc[r * 4 + c][j], m, n, z);
+      }
     }
   }
 }
