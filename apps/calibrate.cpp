@@ -21,6 +21,7 @@
 #include "command.h"
 #include "data_options.h"
 #include "progress.h"
+#include "run_date.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
@@ -45,17 +46,6 @@ struct CalibrateOptions {
   bool ranges_only = false;
   std::string ranges;
 };
-
-// SOURCE_DATE_EPOCH when set to a number, else now.
-Expected<std::string> run_date() {
-  if (const char* env = std::getenv("SOURCE_DATE_EPOCH"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long long v = std::strtoll(env, &end, 10);
-    if (*end != '\0' || v < 0) return usage_error("SOURCE_DATE_EPOCH '{}' is not a Unix time", env);
-    return calibration::iso8601_utc(v);
-  }
-  return calibration::iso8601_utc(static_cast<int64_t>(std::time(nullptr)));
-}
 
 // Test hook: PTQ_TEST_CALIBRATE_DELAY_MS=N sleeps N ms after each batch and prints a marker
 // line, so a test can kill a run at a known point. Never set outside tests.

@@ -29,6 +29,7 @@
 #include "command.h"
 #include "data_options.h"
 #include "progress.h"
+#include "run_date.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
 #include "ptq/metrics.h"
@@ -74,17 +75,6 @@ fs::path default_cache_out(const fs::path& out) {
   fs::path p = out;
   if (p.extension() == ".onnx") p.replace_extension();
   return p.string() + ".calib.json";
-}
-
-// SOURCE_DATE_EPOCH when set (reproducible runs), else now: the date the cache records.
-Expected<std::string> run_date() {
-  if (const char* env = std::getenv("SOURCE_DATE_EPOCH"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long long v = std::strtoll(env, &end, 10);
-    if (*end != '\0' || v < 0) return usage_error("SOURCE_DATE_EPOCH '{}' is not a Unix time", env);
-    return calibration::iso8601_utc(v);
-  }
-  return calibration::iso8601_utc(static_cast<int64_t>(std::time(nullptr)));
 }
 
 void warn(const GlobalOptions& global, const std::string& message) {
