@@ -2,14 +2,15 @@
 # Packages ptq and ptq_vulkan_bench, built HERE for another x86-64 machine (the GPU machine),
 # with the shared libraries they need that a bare machine lacks, into DIST (default .dist/):
 #   bench/package.sh [BUILD_DIR] [DIST]
-# BUILD_DIR (default build-dist) is configured with -DPTQ_MARCH=x86-64-v3 (AVX2+FMA: -march=native
+# BUILD_DIR (default build-dist) is configured with -DPTQ_MARCH=$PTQ_MARCH, default x86-64-v3
+# (AVX2+FMA; x86-64-v4 adds AVX-512, which the GPU machine's Xeon has): -march=native
 # here is Zen 5 and may not run on the GPU machine's Xeon). The C and C++ runtimes and the Vulkan
 # loader stay out: the GPU machine's own are newer (the loader comes from the carried .gl/).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build-dist}"
 dist="${2:-$root/.dist}"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPTQ_MARCH=x86-64-v3 -DPTQ_TESTS=OFF \
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPTQ_MARCH="${PTQ_MARCH:-x86-64-v3}" -DPTQ_TESTS=OFF \
   -DPTQ_BENCH=ON >/dev/null
 cmake --build "$build" --target ptq ptq_vulkan_bench -j "${JOBS:-2}"
 rm -rf "$dist"

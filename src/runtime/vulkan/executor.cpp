@@ -1,6 +1,6 @@
-// The Vulkan executor. For each new set of input shapes (and observed values) it runs the CPU
-// executor once to learn every value's shape and the values computable from shapes alone,
-// then builds a Program (program.h) and replays it for every batch: inputs uploaded, the
+// The Vulkan executor. For each new set of input shapes (and observed values) it learns every
+// value's shape and the values computable from shapes alone (from the declared value types
+// when they settle them, else by running the CPU executor once), then builds a Program (program.h) and replays it for every batch: inputs uploaded, the
 // recorded command buffers submitted, CPU fallback steps run between them, statistics and
 // outputs read back.
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "context.h"
+#include "declared_shapes.h"
 #include "program.h"
 #include "ptq/vulkan.h"
 #include "statistics_vulkan.h"
@@ -22,64 +23,6 @@
 namespace ptq::vulkan {
 
 namespace {
-
-// Ops whose output shape depends on input values, not just input shapes: a program recorded
-// for one batch would be wrong for the next.
-bool data_dependent_shape(const ir::Node& node) {
-  static const std::set<std::string> kOps = {"NonZero", "Unique", "NonMaxSuppression", "Compress",
-                                             "If", "Loop", "Scan"};
-  return node.in_default_domain() && kOps.count(node.op_type) > 0;
-}
-
-// Inputs (by index, from 1) that define an op's output shape.
-bool shape_input(const ir::Node& node, size_t i) {
-  static const std::set<std::string> kFromOne = {"Reshape", "Expand", "Tile", "Slice", "Pad",
-                                                 "Resize", "Upsample", "TopK", "OneHot", "Split",
-                                                 "Squeeze", "Unsqueeze", "ReduceSum", "ReduceMean",
-                                                 "ReduceMax", "ReduceMin", "ReduceProd",
-                                                 "ReduceL1", "ReduceL2", "ReduceLogSum",
-                                                 "ReduceLogSumExp", "ReduceSumSquare"};
-  static const std::set<std::string> kAll = {"ConstantOfShape", "Range"};
-  if (!node.in_default_domain()) return false;
-  if (kAll.count(node.op_type)) return true;
-  return i >= 1 && kFromOne.count(node.op_type) > 0;
-}
-
-bool random_op(const ir::Node& node) {
-  return node.op_type.starts_with("Random") || node.op_type == "Multinomial" || node.op_type == "Bernoulli";
-}
-
-// Values computable from the model's constants and input shapes alone.
-Expected<std::unordered_set<std::string>> static_values(const ir::Graph& graph) {
-  std::unordered_set<std::string> s;
-  for (const ir::Initializer& i : graph.initializers()) s.insert(i.name);
-  PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(graph));
-  for (size_t n : order) {
-    const ir::Node& node = graph.nodes[n];
-    if (data_dependent_shape(node)) {
-      return invalid_input("{}: the Vulkan executor needs shapes that follow from the input "
-                           "shapes, and this op's output shape depends on values", node.label());
-    }
-    bool all = !node.inputs.empty() || node.op_type == "Constant";
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const std::string& in = node.inputs[i];
-      if (in.empty()) continue;
-      const bool st = s.count(in) > 0;
-      if (!st && shape_input(node, i)) {
-        return invalid_input("{}: the Vulkan executor needs shapes that follow from the input "
-                             "shapes, and input '{}' of this op is computed from values", node.label(), in);
-      }
-      all = all && st;
-    }
-    const bool from_shapes = node.in_default_domain() && (node.op_type == "Shape" || node.op_type == "Size");
-    if ((all || from_shapes) && !random_op(node)) {
-      for (const std::string& o : node.outputs) {
-        if (!o.empty()) s.insert(o);
-      }
-    }
-  }
-  return s;
-}
 
 // Records what the CPU shape pass produces: every value's type and shape, and host copies of
 // the static values that are not initializers.
@@ -155,13 +98,11 @@ ir::Tensor owned_copy(const ir::Tensor& t) {
 class VulkanExecutor final : public runtime::Executor {
  public:
   VulkanExecutor(const ir::Model& model, VulkanOptions options, std::unique_ptr<Context> ctx,
-                 std::unique_ptr<runtime::Backend> cpu, std::unique_ptr<runtime::Executor> shapes,
-                 std::unordered_set<std::string> statics)
+                 std::unique_ptr<runtime::Backend> cpu, std::unordered_set<std::string> statics)
       : model_(model),
         options_(std::move(options)),
         ctx_(std::move(ctx)),
         cpu_(std::move(cpu)),
-        shapes_(std::move(shapes)),
         statics_(std::move(statics)),
         histograms_(*ctx_) {}
 
@@ -176,6 +117,7 @@ class VulkanExecutor final : public runtime::Executor {
   runtime::RunStats last_run_stats() const override { return stats_; }
 
  private:
+  Expected<ShapeFacts> shape_facts(const runtime::NamedTensors& inputs, std::string& why);
   Expected<Program*> program_for(const runtime::NamedTensors& inputs, const std::vector<std::string>& observed);
   Status execute(Program& prog, const runtime::NamedTensors& inputs,
                  std::span<runtime::Observer* const> observers, runtime::NamedTensors& outputs);
@@ -190,7 +132,7 @@ class VulkanExecutor final : public runtime::Executor {
   VulkanOptions options_;
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<runtime::Backend> cpu_;
-  std::unique_ptr<runtime::Executor> shapes_;
+  std::unique_ptr<runtime::Executor> shapes_;  // the CPU shape pass, made when first needed
   std::unordered_set<std::string> statics_;
   HistogramRunner histograms_;
   std::unordered_map<std::string, Buffer> uploaded_;
@@ -201,6 +143,34 @@ class VulkanExecutor final : public runtime::Executor {
   Status stats_error_;
   runtime::RunStats stats_;
 };
+
+// Shapes from the declared value types when they settle every value (no CPU run), else from
+// running the batch once on the CPU executor; `why` says why the declared types did not do.
+// PTQ_VULKAN_SHAPE_PASS=cpu always runs the CPU pass (to compare the two).
+Expected<ShapeFacts> VulkanExecutor::shape_facts(const runtime::NamedTensors& inputs, std::string& why) {
+  static const bool cpu_only = [] {
+    const char* v = std::getenv("PTQ_VULKAN_SHAPE_PASS");
+    return v != nullptr && std::string_view(v) == "cpu";
+  }();
+  if (cpu_only) {
+    why = "PTQ_VULKAN_SHAPE_PASS=cpu";
+  } else {
+    PTQ_ASSIGN_OR_RETURN(std::optional<ShapeFacts> declared,
+                         declared_shape_facts(model_.graph, model_.opset(""), inputs, statics_, *cpu_, why));
+    if (declared) return std::move(*declared);
+  }
+  if (!shapes_) {
+    runtime::ExecutorOptions eo;
+    eo.threads = std::max(options_.threads, 1);
+    PTQ_ASSIGN_OR_RETURN(shapes_, runtime::Executor::create(model_, *cpu_, eo));
+  }
+  ShapeRecorder recorder(statics_);
+  runtime::Observer* obs[] = {&recorder};
+  shapes_->forget_observers();
+  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors ignored, shapes_->run(inputs, obs));
+  (void)ignored;
+  return ShapeFacts{std::move(recorder.facts), std::move(recorder.folded)};
+}
 
 Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inputs,
                                                const std::vector<std::string>& observed) {
@@ -214,19 +184,17 @@ Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inpu
   if (it != programs_.end()) return it->second.get();
 
   const auto t0 = std::chrono::steady_clock::now();
-  ShapeRecorder recorder(statics_);
-  runtime::Observer* obs[] = {&recorder};
-  shapes_->forget_observers();
-  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors ignored, shapes_->run(inputs, obs));
-  (void)ignored;
+  std::string why;
+  PTQ_ASSIGN_OR_RETURN(ShapeFacts shapes, shape_facts(inputs, why));
   const double shape_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   BuildEnv env{*ctx_, model_, *cpu_, std::max(options_.threads, 1), options_.observe_budget_bytes,
                uploaded_, uploaded_bytes_};
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Program> prog,
-                       build_program(env, recorder.facts, std::move(recorder.folded), observed));
+                       build_program(env, shapes.facts, std::move(shapes.folded), observed));
   if (timing_wanted()) {
-    fmt::print(stderr, "ptq: vulkan: new program: CPU shape pass {:.1f} ms, build {:.1f} ms\n", shape_ms, ms_since(t1));
+    fmt::print(stderr, "ptq: vulkan: new program: shapes {:.1f} ms ({}), build {:.1f} ms\n", shape_ms,
+               why.empty() ? "declared types" : "CPU shape pass: " + why, ms_since(t1));
   }
   if (!prog->fallback_nodes.empty()) {
     if (options_.strict) {
@@ -404,12 +372,9 @@ Expected<std::unique_ptr<runtime::Executor>> make_vulkan_executor(const ir::Mode
                                                                    const VulkanOptions& options) {
   PTQ_ASSIGN_OR_RETURN(std::unordered_set<std::string> statics, static_values(model.graph));
   std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
-  runtime::ExecutorOptions eo;
-  eo.threads = std::max(options.threads, 1);
-  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executor> shapes, runtime::Executor::create(model, *cpu, eo));
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, Context::create(options.device));
   return std::unique_ptr<runtime::Executor>(std::make_unique<VulkanExecutor>(
-      model, options, std::move(ctx), std::move(cpu), std::move(shapes), std::move(statics)));
+      model, options, std::move(ctx), std::move(cpu), std::move(statics)));
 }
 
 }  // namespace ptq::vulkan

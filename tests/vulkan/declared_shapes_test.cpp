@@ -1,0 +1,146 @@
+// declared_shape_facts() against the truth it replaces: the CPU executor run once on the same
+// batch. For the three test models (dynamic batch, Constant and Shape->Reshape chains) every
+// value's dtype and shape and every folded static value must equal what the CPU run saw, for
+// two batch sizes; and inputs the declared types do not settle must say so (nullopt), never
+// guess.
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "declared_shapes.h"
+#include "ptq/data.h"
+#include "ptq/onnx.h"
+#include "vulkan_harness.h"
+
+namespace ptq::vulkan::testing {
+namespace {
+
+std::filesystem::path model_path(const std::string& name) {
+  const char* env = std::getenv("PTQ_TEST_DATA");
+  return std::filesystem::path(env != nullptr && *env != '\0' ? env : PTQ_TEST_DATA) / "models" /
+         (name + ".onnx");
+}
+
+// Every real input and node output as the CPU executor produced it.
+class Everything final : public runtime::Observer {
+ public:
+  std::vector<std::string> wanted(const ir::Graph& graph) override {
+    std::vector<std::string> names;
+    for (const ir::ValueInfo* v : graph.real_inputs()) names.push_back(v->name);
+    for (const ir::Node& n : graph.nodes) {
+      for (const std::string& o : n.outputs) {
+        if (!o.empty()) names.push_back(o);
+      }
+    }
+    return names;
+  }
+  Status observe(const runtime::ObservedTensor& t) override {
+    seen[t.name] = {t.dtype, t.shape};
+    if (t.host == nullptr || t.dtype == ir::DType::kString) return Status::ok();
+    ir::Tensor copy(t.host->dtype(), t.host->shape());  // the host tensor dies after this call
+    if (copy.nbytes() > 0) std::memcpy(copy.raw(), t.host->raw(), copy.nbytes());
+    values.emplace(t.name, std::move(copy));
+    return Status::ok();
+  }
+  std::map<std::string, std::pair<ir::DType, ir::Shape>> seen;
+  std::map<std::string, ir::Tensor> values;
+};
+
+ir::Tensor random_input(const ir::ValueInfo& in, int64_t batch, std::mt19937& rng) {
+  ir::Shape shape;
+  for (const ir::Dim& d : *in.type.dims) shape.push_back(d.known() ? d.value : batch);
+  return random_tensor(rng, shape);
+}
+
+void expect_same_facts(const std::string& name, int64_t batch) {
+  auto model = onnx::load_model(model_path(name));
+  ASSERT_TRUE(model.has_value()) << "missing test model (run scripts/make-testdata.sh): "
+                                 << model.status().message();
+  std::mt19937 rng(7);
+  const ir::ValueInfo& in = *model->graph.real_inputs().front();
+  const runtime::NamedTensors feeds = {{in.name, random_input(in, batch, rng)}};
+  auto statics = static_values(model->graph);
+  ASSERT_TRUE(statics.has_value()) << statics.status().message();
+  auto cpu = runtime::make_cpu_backend();
+  std::string why;
+  auto declared = declared_shape_facts(model->graph, model->opset(""), feeds, *statics, *cpu, why);
+  ASSERT_TRUE(declared.has_value()) << declared.status().message();
+  ASSERT_TRUE(declared->has_value()) << name << ": not settled: " << why;
+
+  auto exec = runtime::Executor::create(*model, *cpu, runtime::ExecutorOptions{});
+  ASSERT_TRUE(exec.has_value()) << exec.status().message();
+  Everything truth;
+  runtime::Observer* obs[] = {&truth};
+  auto out = (*exec)->run(feeds, obs);
+  ASSERT_TRUE(out.has_value()) << out.status().message();
+
+  const ShapeFacts& facts = **declared;
+  EXPECT_EQ(facts.facts.size(), truth.seen.size()) << name;
+  for (const auto& [value, seen] : truth.seen) {
+    auto f = facts.facts.find(value);
+    ASSERT_NE(f, facts.facts.end()) << name << ": no fact for " << value;
+    EXPECT_EQ(f->second.dtype, seen.first) << name << " " << value;
+    EXPECT_EQ(f->second.shape, seen.second) << name << " " << value;
+  }
+  for (const auto& [value, tensor] : facts.folded) {
+    auto t = truth.values.find(value);
+    ASSERT_NE(t, truth.values.end()) << name << ": folded " << value << " not seen on the CPU";
+    ASSERT_EQ(tensor.nbytes(), t->second.nbytes()) << value;
+    EXPECT_EQ(std::memcmp(tensor.raw(), t->second.raw(), tensor.nbytes()), 0) << name << " " << value;
+  }
+}
+
+TEST(DeclaredShapes, ResNet18MatchesCpuRun) {
+  expect_same_facts("resnet18", 1);
+  expect_same_facts("resnet18", 3);
+}
+TEST(DeclaredShapes, MobileNetV2MatchesCpuRun) { expect_same_facts("mobilenet_v2", 2); }
+TEST(DeclaredShapes, TransformerMatchesCpuRun) {
+  expect_same_facts("transformer", 1);
+  expect_same_facts("transformer", 5);
+}
+
+// Relu then a custom-domain op: the custom op's output has no declared type and no CPU kernel
+// to run it on stand-ins, so nothing is settled; a fed shape that contradicts a fixed declared dim is not settled either.
+TEST(DeclaredShapes, UnsettledTypesAreReportedNotGuessed) {
+  ir::Model m;
+  m.opset_imports = {{"", 13}, {"com.example", 1}};
+  ir::ValueInfo x;
+  x.name = "x";
+  x.type.dtype = ir::DType::kFloat32;
+  x.type.dims = std::vector<ir::Dim>{ir::Dim::symbol("n"), ir::Dim::of(4)};
+  m.graph.inputs = {x};
+  m.graph.nodes.push_back(ir::Node{"relu", "Relu", "", {"x"}, {"r"}, {}, {}});
+  m.graph.nodes.push_back(ir::Node{"custom", "Mystery", "com.example", {"r"}, {"y"}, {}, {}});
+  ir::ValueInfo r = x;
+  r.name = "r";
+  m.graph.inferred = {r};
+  m.graph.outputs = {{"y", {}, {}}};
+  auto statics = static_values(m.graph);
+  ASSERT_TRUE(statics.has_value());
+  auto cpu = runtime::make_cpu_backend();
+  std::mt19937 rng(3);
+  std::string why;
+  auto custom = declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 4})}}, *statics, *cpu, why);
+  ASSERT_TRUE(custom.has_value());
+  EXPECT_FALSE(custom->has_value());
+  EXPECT_NE(why.find("'custom'"), std::string::npos) << why;
+
+  m.graph.nodes.pop_back();
+  m.graph.outputs = {{"r", {}, {}}};
+  auto settled = declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 4})}}, *statics, *cpu, why);
+  ASSERT_TRUE(settled.has_value());
+  ASSERT_TRUE(settled->has_value()) << why;
+  EXPECT_EQ((**settled).facts.at("r").shape, (ir::Shape{2, 4}));
+  auto wrong = declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 5})}}, *statics, *cpu, why);
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_FALSE(wrong->has_value());
+  EXPECT_NE(why.find("'x'"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace ptq::vulkan::testing
