@@ -1,5 +1,7 @@
 #include "ptq/ir/tensor.h"
 
+#include "ptq/ir/pages.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -17,7 +19,23 @@ int64_t num_elements(const Shape& shape) {
 
 std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
-void Tensor::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+void Tensor::FreeDeleter::operator()(std::byte* p) const {
+  if (mapped > 0) {
+    unmap_pages(p, mapped);
+  } else {
+    std::free(p);
+  }
+}
+
+namespace {
+// AddressSanitizer checks heap blocks, not mappings: sanitized builds keep every tensor on the
+// heap so that overruns of large tensors are still caught.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMapLarge = false;
+#else
+constexpr bool kMapLarge = true;
+#endif
+}  // namespace
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) { allocate(); }
 
@@ -30,6 +48,12 @@ void Tensor::allocate() {
   // 64-byte alignment for SIMD kernels; aligned_alloc needs a multiple of the alignment.
   const size_t rounded = ((bytes + 63) / 64) * 64;
   if (rounded == 0) return;
+  if (kMapLarge && rounded >= kMapPagesFrom) {  // zeroed already
+    std::byte* p = map_pages(rounded);
+    owned_ = std::unique_ptr<std::byte, FreeDeleter>(p, FreeDeleter{rounded});
+    data_ = p;
+    return;
+  }
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, rounded);

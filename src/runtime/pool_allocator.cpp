@@ -4,28 +4,22 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "ptq/ir/pages.h"
 
 namespace ptq::runtime {
 
 namespace {
 
 constexpr size_t kAlign = 64;
-// Buffers from this size up are mapped straight from the system (Linux), so that freeing one
-// returns its pages at once: malloc keeps freed heap memory and raises its own mmap threshold
-// after large frees, which would hold a recording run's dead buffers in the resident set.
-constexpr size_t kMapFrom = size_t{256} << 10;
+
+// Buffers from ir::kMapPagesFrom up are mapped straight from the system (huge pages where
+// allowed), so that freeing one returns its pages at once: malloc keeps freed heap memory and
+// raises its own mmap threshold after large frees, which would hold a recording run's dead
+// buffers in the resident set.
+constexpr size_t kMapFrom = ir::kMapPagesFrom;
 
 std::byte* system_alloc(size_t bytes) {
-#if defined(__linux__)
-  if (bytes >= kMapFrom) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    return static_cast<std::byte*>(p);
-  }
-#endif
+  if (bytes >= kMapFrom) return ir::map_pages(bytes);
   void* p = std::aligned_alloc(kAlign, bytes);
   if (p == nullptr) throw std::bad_alloc();
   return static_cast<std::byte*>(p);
@@ -33,13 +27,10 @@ std::byte* system_alloc(size_t bytes) {
 
 void system_free(std::byte* p, size_t bytes) {
   if (p == nullptr) return;
-#if defined(__linux__)
   if (bytes >= kMapFrom) {
-    munmap(p, bytes);
+    ir::unmap_pages(p, bytes);
     return;
   }
-#endif
-  (void)bytes;
   std::free(p);
 }
 

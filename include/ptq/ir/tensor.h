@@ -70,6 +70,9 @@ class Tensor {
 
  private:
   struct FreeDeleter {
+    FreeDeleter() noexcept : mapped(0) {}
+    explicit FreeDeleter(size_t bytes) noexcept : mapped(bytes) {}
+    size_t mapped;  // bytes from map_pages(), else 0 (malloc)
     void operator()(std::byte* p) const;
   };
   void allocate();
