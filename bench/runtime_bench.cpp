@@ -1,9 +1,10 @@
 // End-to-end CPU runtime benchmark: one model, one batch size, one thread count.
-//   runtime_bench MODEL SAMPLES.npy BATCH THREADS SECONDS
+//   runtime_bench MODEL SAMPLES.npy BATCH THREADS SECONDS     (PTQ_BENCH_FUSE=0: no fusion)
 // Prints one line of key=value pairs: images_per_s, weight_bytes, peak_live_bytes, pool_bytes,
 // rss_bytes (peak resident set while running, reset after loading) and rss_before_bytes.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -60,7 +61,10 @@ int main(int argc, char** argv) {
                 static_cast<const char*>(samples->raw()) + (i % have) * per, per);
   }
   auto backend = runtime::make_cpu_backend();
-  auto exec = runtime::Executor::create(*model, *backend, {threads});
+  // PTQ_BENCH_FUSE=0 runs every node apart (the executor's fusion off), to measure what it gains.
+  const char* fuse = std::getenv("PTQ_BENCH_FUSE");
+  const bool fused = fuse == nullptr || std::strcmp(fuse, "0") != 0;
+  auto exec = runtime::Executor::create(*model, *backend, {threads, fused});
   if (!exec) return fail(exec.status().message());
   runtime::NamedTensors in;
   in.emplace_back(model->graph.real_inputs().at(0)->name, std::move(input));

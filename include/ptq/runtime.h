@@ -32,6 +32,16 @@ struct KernelContext {
   bool reference = false;
 };
 
+// The nodes after a Conv or Gemm that the executor may fold into the kernel's output when no
+// observer wants the tensors in between (docs/DESIGN.md, "Fusion"): y = act(y + residual),
+// with the float operations, in the order, of the separate Add and Relu/Clip kernels.
+struct Epilogue {
+  enum class Activation { kNone, kRelu, kClip };
+  const ir::Tensor* residual = nullptr;  // the other input of a following Add, or null
+  Activation activation = Activation::kNone;
+  float lo = 0.0f, hi = 0.0f;            // kClip's bounds
+};
+
 // A prepared op. Created once per node; run once per batch.
 class Kernel {
  public:
@@ -41,6 +51,15 @@ class Kernel {
   // inputs for ops that do not change bytes (Reshape, Identity, …).
   virtual Status run(std::span<const ir::Tensor* const> inputs, std::span<ir::Tensor> outputs,
                      Allocator& alloc) = 0;
+  // Whether run_fused() takes epilogues of this form (asked once, when the executor plans).
+  virtual bool fuses(bool /*residual*/, Epilogue::Activation /*activation*/) const { return false; }
+  // run() with `epilogue` applied to output 0. Returns false, having allocated nothing, when
+  // these inputs are outside what the kernel fuses (the executor then runs the nodes apart).
+  virtual Expected<bool> run_fused(std::span<const ir::Tensor* const> /*inputs*/,
+                                   std::span<ir::Tensor> /*outputs*/, Allocator& /*alloc*/,
+                                   const Epilogue& /*epilogue*/) {
+    return false;
+  }
 };
 
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const KernelContext&);
@@ -105,6 +124,9 @@ std::unique_ptr<Backend> make_cpu_backend(CpuBackendOptions options = {});
 
 struct ExecutorOptions {
   int threads = 1;
+  // Fold Add / Relu / Clip into the Conv or Gemm before them where the kernel can and no
+  // observer wants the tensors in between; off runs every node apart (tests, bisecting).
+  bool fuse = true;
 };
 
 // Memory figures of the last run, from the executor's own bookkeeping.
@@ -113,6 +135,7 @@ struct RunStats {
   int64_t peak_live_bytes = 0;     // largest sum of live activation bytes at any step
   int64_t pool_bytes = 0;          // bytes the pool holds (live + free buffers)
   int64_t steps = 0;               // nodes run
+  int64_t fused = 0;               // of them, run inside a Conv/Gemm kernel (Add, Relu, Clip)
 };
 
 using NamedTensors = std::vector<std::pair<std::string, ir::Tensor>>;

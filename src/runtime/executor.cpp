@@ -1,11 +1,13 @@
 // The executor: runs a Plan step by step with pooled buffers, views and observers.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "fusion.h"
 #include "plan.h"
 #include "pool_allocator.h"
 #include "ptq/runtime.h"
@@ -56,12 +58,13 @@ ir::Tensor owned_copy(const ir::Tensor& t) {
 class PlanExecutor final : public Executor {
  public:
   PlanExecutor(const ir::Model& model, Backend& backend, ExecutorOptions options, Plan plan,
-               std::vector<std::unique_ptr<Kernel>> kernels)
+               std::vector<std::unique_ptr<Kernel>> kernels, std::vector<FusedChain> chains)
       : model_(model),
         backend_(backend),
         options_(options),
         plan_(std::move(plan)),
-        kernels_(std::move(kernels)) {
+        kernels_(std::move(kernels)),
+        chains_(std::move(chains)) {
     for (int32_t id : plan_.constants) {
       weight_bytes_ += static_cast<int64_t>(plan_.values[id].constant->nbytes());
     }
@@ -74,8 +77,11 @@ class PlanExecutor final : public Executor {
 
  private:
   Status bind_inputs(const NamedTensors& inputs);
-  std::vector<int64_t> input_key() const;
+  std::vector<int64_t> pool_key() const;
+  void choose_schedule();
   Status run_step(size_t s);
+  Status run_chain(const FusedChain& chain);
+  std::optional<Epilogue> epilogue_of(const FusedChain& chain) const;
   void claim_outputs(const PlanStep& step);
   void release(int32_t id);
   Status prepare_observers(std::span<Observer* const> observers);
@@ -87,12 +93,17 @@ class PlanExecutor final : public Executor {
   ExecutorOptions options_;
   Plan plan_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // one per step
+  std::vector<FusedChain> chains_;                // every chain the kernels can fuse
+  std::vector<int32_t> active_;                   // the chains the schedule uses
+  std::vector<ScheduleItem> schedule_;
+  bool scheduled_ = false;
   PoolAllocator pool_;
   std::vector<Slot> slots_;
   // Per observer (by address): which value ids it wants.
   std::unordered_map<const Observer*, std::vector<bool>> wanted_;
   std::vector<bool> any_wanted_;
   int64_t weight_bytes_ = 0;
+  int64_t fused_ = 0;  // nodes of this run folded into a kernel
   RunStats stats_;
 };
 
@@ -186,6 +197,12 @@ void PlanExecutor::release(int32_t id) {
   slot = Slot{};
 }
 
+// Prefixes a kernel's error with the node's label unless it already starts with it.
+Status labelled(const ir::Node& node, const Status& st) {
+  if (st.is_ok() || st.message().starts_with(node.label())) return st;
+  return Status(st.code(), fmt::format("{}: {}", node.label(), st.message()));
+}
+
 Status PlanExecutor::run_step(size_t s) {
   const PlanStep& step = plan_.steps[s];
   const ir::Node& node = model_.graph.nodes[step.node];
@@ -202,10 +219,7 @@ Status PlanExecutor::run_step(size_t s) {
     slot.set = !slot.tensor.empty();
   }
   claim_outputs(step);
-  if (!st.is_ok()) {
-    if (st.message().starts_with(node.label())) return st;
-    return Status(st.code(), fmt::format("{}: {}", node.label(), st.message()));
-  }
+  PTQ_RETURN_IF_ERROR(labelled(node, st));
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     const int32_t id = step.outputs[i];
     if (id >= 0 && !slots_[id].set && (plan_.values[id].graph_output || any_wanted_[id])) {
@@ -215,14 +229,74 @@ Status PlanExecutor::run_step(size_t s) {
   return Status::ok();
 }
 
+std::optional<Epilogue> PlanExecutor::epilogue_of(const FusedChain& c) const {
+  Epilogue e;
+  if (c.residual >= 0) {
+    if (!slots_[c.residual].set) return std::nullopt;
+    e.residual = &slots_[c.residual].tensor;
+  }
+  e.activation = c.activation;
+  if (c.activation == Epilogue::Activation::kClip) {
+    const PlanStep& act = plan_.steps[static_cast<size_t>(c.act)];
+    auto bound = [&](size_t i) -> const ir::Tensor* {
+      const int32_t id = i < act.inputs.size() ? act.inputs[i] : -1;
+      return id >= 0 && slots_[id].set ? &slots_[id].tensor : nullptr;
+    };
+    const auto b = clip_bounds(model_.graph.nodes[act.node], model_.opset(""), bound(1), bound(2));
+    if (!b) return std::nullopt;
+    e.lo = b->first;
+    e.hi = b->second;
+  }
+  return e;
+}
+
+// The head's kernel with the epilogue, or (when it declines these inputs) the steps one by one.
+Status PlanExecutor::run_chain(const FusedChain& c) {
+  const PlanStep& head = plan_.steps[c.head];
+  if (const std::optional<Epilogue> e = epilogue_of(c)) {
+    std::vector<const ir::Tensor*> ins(head.inputs.size(), nullptr);
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (head.inputs[i] >= 0) ins[i] = &slots_[head.inputs[i]].tensor;
+    }
+    std::vector<ir::Tensor> outs(head.outputs.size());
+    const Expected<bool> done = kernels_[c.head]->run_fused(ins, outs, pool_, *e);
+    if (!done.has_value() || *done) {
+      Slot& slot = slots_[c.io.outputs[0]];
+      slot.tensor = std::move(outs[0]);
+      slot.set = !slot.tensor.empty();
+      claim_outputs(c.io);
+      const ir::Node& node = model_.graph.nodes[head.node];
+      if (!done.has_value()) return labelled(node, done.status());
+      if (!slot.set) return runtime_error("{}: fused output '{}' was not produced", node.label(),
+                                          plan_.values[c.io.outputs[0]].name);
+      fused_ += static_cast<int64_t>(c.steps().size()) - 1;
+      return Status::ok();
+    }
+    for (Block* b : pool_.take_fresh()) pool_.release(b);  // a declining kernel takes nothing
+  }
+  for (size_t s : c.steps()) PTQ_RETURN_IF_ERROR(run_step(s));
+  for (int32_t id : c.hidden) release(id);
+  return Status::ok();
+}
+
+// The chains this run can use (none hides a value an observer wants), and its order.
+void PlanExecutor::choose_schedule() {
+  std::vector<int32_t> active = pick_chains(plan_, chains_, any_wanted_);
+  if (scheduled_ && active == active_) return;
+  schedule_ = make_schedule(plan_, chains_, active);
+  active_ = std::move(active);
+  scheduled_ = true;
+}
+
 void PlanExecutor::clear() {
   for (size_t id = 0; id < slots_.size(); ++id) {
     if (slots_[id].set || slots_[id].block != nullptr) release(static_cast<int32_t>(id));
   }
 }
 
-// What the pool's plan depends on: the element type and shape of every fed input.
-std::vector<int64_t> PlanExecutor::input_key() const {
+// What the pool's plan depends on: the element type and shape of every fed input, and the
+// chains in use (they change which buffers a run asks for and when).
+std::vector<int64_t> PlanExecutor::pool_key() const {
   std::vector<int64_t> key;
   for (int32_t id : plan_.real_inputs) {
     const ir::Tensor& t = slots_[id].tensor;
@@ -230,29 +304,39 @@ std::vector<int64_t> PlanExecutor::input_key() const {
     key.push_back(static_cast<int64_t>(t.rank()));
     key.insert(key.end(), t.shape().begin(), t.shape().end());
   }
+  key.push_back(-1);
+  key.insert(key.end(), active_.begin(), active_.end());
   return key;
 }
 
 Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
                                          std::span<Observer* const> observers) {
   slots_.assign(plan_.values.size(), Slot{});
+  fused_ = 0;
   bool began = false;
   Status st = [&]() -> Status {
     PTQ_RETURN_IF_ERROR(bind_inputs(inputs));
-    pool_.begin_run(input_key());
-    began = true;
     PTQ_RETURN_IF_ERROR(prepare_observers(observers));
+    choose_schedule();
+    pool_.begin_run(pool_key());
+    began = true;
     for (int32_t id : plan_.real_inputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
     for (int32_t id : plan_.constants) PTQ_RETURN_IF_ERROR(observe(id, observers));
-    for (size_t s = 0; s < plan_.steps.size(); ++s) {
-      PTQ_RETURN_IF_ERROR(run_step(s));
-      for (int32_t id : plan_.steps[s].outputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
-      for (int32_t id : plan_.steps[s].release) release(id);
+    for (const ScheduleItem& item : schedule_) {
+      const bool alone = item.step >= 0;
+      if (alone) {
+        PTQ_RETURN_IF_ERROR(run_step(static_cast<size_t>(item.step)));
+      } else {
+        PTQ_RETURN_IF_ERROR(run_chain(chains_[item.chain]));
+      }
+      const PlanStep& io = alone ? plan_.steps[item.step] : chains_[item.chain].io;
+      for (int32_t id : io.outputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
+      for (int32_t id : item.release) release(id);
     }
     return Status::ok();
   }();
   stats_ = RunStats{weight_bytes_, pool_.peak_bytes(), pool_.pool_bytes(),
-                    static_cast<int64_t>(plan_.steps.size())};
+                    static_cast<int64_t>(plan_.steps.size()), fused_};
   if (!st.is_ok()) {
     clear();
     if (began) pool_.end_run(false);
@@ -300,8 +384,10 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ir::Model& model, Bac
     kernels.push_back(std::move(k));
   }
   options.threads = std::max(options.threads, 1);
-  return std::unique_ptr<Executor>(
-      std::make_unique<PlanExecutor>(model, backend, options, std::move(plan), std::move(kernels)));
+  std::vector<FusedChain> chains;
+  if (options.fuse) chains = find_chains(plan, model.graph, kernels);
+  return std::unique_ptr<Executor>(std::make_unique<PlanExecutor>(
+      model, backend, options, std::move(plan), std::move(kernels), std::move(chains)));
 }
 
 }  // namespace ptq::runtime

@@ -12,6 +12,7 @@
 namespace ptq::runtime::testing {
 namespace {
 
+using cpu::Activation;
 using cpu::GemmEpilogue;
 
 struct Matrix {
@@ -52,11 +53,13 @@ TEST(GemmPacked, MatchesDoubleReferenceOnRandomShapes) {
     const Matrix a = ta ? random_matrix(rng, k, m) : random_matrix(rng, m, k);
     const Matrix b = tb ? random_matrix(rng, n, k) : random_matrix(rng, k, n);
     const Matrix bias = random_matrix(rng, 1, m);
+    const int64_t ldc = n + it % 3;
+    const Matrix residual = random_matrix(rng, m, ldc);
     GemmEpilogue e;
     if (it % 2 == 0) e.row_bias = bias.v.data();
-    if (it % 4 == 1) e.lo = 0.0f;
-    if (it % 4 == 3) e.lo = -0.5f, e.hi = 0.25f;
-    const int64_t ldc = n + it % 3;
+    if (it % 3 == 1) e.residual = residual.v.data(), e.ldr = ldc;
+    if (it % 4 == 1) e.act = Activation::kRelu;
+    if (it % 4 == 3) e.act = Activation::kClip, e.lo = -0.5f, e.hi = 0.25f;
     const std::vector<float> c = packed_product(ta, tb, m, n, k, a, b, e, ldc);
     double err = 0.0, norm = 0.0;
     for (int64_t i = 0; i < m; ++i) {
@@ -71,7 +74,9 @@ TEST(GemmPacked, MatchesDoubleReferenceOnRandomShapes) {
           s += double(ta ? a.v[q * m + i] : a.v[i * k + q]) * (tb ? b.v[j * k + q] : b.v[q * n + j]);
         }
         if (e.row_bias != nullptr) s += e.row_bias[i];
-        s = std::min<double>(std::max<double>(s, e.lo), e.hi);
+        if (e.residual != nullptr) s += e.residual[i * e.ldr + j];
+        if (e.act == Activation::kRelu) s = std::max(s, 0.0);
+        if (e.act == Activation::kClip) s = std::min<double>(std::max<double>(s, e.lo), e.hi);
         err += (got - s) * (got - s);
         norm += s * s;
       }
@@ -86,13 +91,35 @@ TEST(GemmPacked, NanStaysNanThroughTheClamp) {
   Matrix a = random_matrix(rng, 3, 5), b = random_matrix(rng, 5, 4);
   a.v[7] = NAN;  // row 1
   GemmEpilogue e;
-  e.lo = 0.0f, e.hi = 6.0f;
+  e.act = Activation::kClip, e.lo = 0.0f, e.hi = 6.0f;
   const std::vector<float> c = packed_product(false, false, 3, 4, 5, a, b, e, 4);
   for (int64_t j = 0; j < 4; ++j) {
     EXPECT_TRUE(std::isnan(c[4 + j])) << j;
     EXPECT_FALSE(std::isnan(c[j]));
     EXPECT_GE(c[j], 0.0f);
     EXPECT_LE(c[j], 6.0f);
+  }
+}
+
+// A fused Relu is the Relu kernel's x > 0 ? x : 0: NaN and -0 give +0 (a clamp to [0, inf)
+// would keep both).
+TEST(GemmPacked, ReluMapsNanAndNegativeZeroToPlusZero) {
+  std::mt19937 rng(4);
+  Matrix a = random_matrix(rng, 3, 5), b = random_matrix(rng, 5, 4);
+  a.v[7] = NAN;  // row 1: NaN
+  // Row 2: a sum that underflows to -0 (its last product is -1e-60), plus a residual of -0.
+  std::fill(a.v.begin() + 10, a.v.begin() + 15, 0.0f);
+  a.v[14] = -1e-30f;
+  std::fill(b.v.begin() + 16, b.v.begin() + 20, 1e-30f);
+  const std::vector<float> minus_zero(12, -0.0f);
+  GemmEpilogue e;
+  e.act = Activation::kRelu;
+  e.residual = minus_zero.data(), e.ldr = 4;
+  const std::vector<float> c = packed_product(false, false, 3, 4, 5, a, b, e, 4);
+  for (int64_t j = 0; j < 4; ++j) {
+    EXPECT_FALSE(std::signbit(c[4 + j]) || std::isnan(c[4 + j])) << c[4 + j];
+    EXPECT_EQ(c[4 + j], 0.0f);
+    EXPECT_FALSE(std::signbit(c[8 + j])) << j;
   }
 }
 

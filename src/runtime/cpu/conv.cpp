@@ -43,29 +43,24 @@ class ConvKernel final : public Kernel {
         group_(ctx.node.attr_int("group", 1)),
         threads_(ctx.threads),
         reference_(ctx.reference) {
-    if (!reference_) pack(constant_input(ctx, 1));
+    const ir::Tensor* w = constant_input(ctx, 1);
+    // Float32 weights make X float32 (else the node fails); 1-D and 2-D convs run conv_fast.
+    fusable_ = !reference_ && w != nullptr && w->dtype() == ir::DType::kFloat32 &&
+               (w->rank() == 3 || w->rank() == 4);
+    if (!reference_) pack(w);
   }
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
-    PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
+    PTQ_ASSIGN_OR_RETURN(ConvParams p, params(in));
     const ir::Tensor& x = *in[0];
     const ir::Tensor& w = *in[1];
     const ir::Tensor* b = input_or_null(in, 2);
-    if (w.dtype() != x.dtype() || (b != nullptr && b->dtype() != x.dtype())) {
-      return node_error(node_, "X, W and B must share one element type");
-    }
-    PTQ_ASSIGN_OR_RETURN(ConvParams p, conv_params(node_, x, w, b, group_));
-    ir::Shape shape{p.N, p.M};
-    shape.insert(shape.end(), p.out.begin(), p.out.end());
-    out[0] = alloc.allocate(x.dtype(), shape);
+    out[0] = alloc.allocate(x.dtype(), output_shape(p));
     if (x.dtype() == ir::DType::kFloat32) {
       const float* bias = b != nullptr ? b->data<float>() : nullptr;
       float* y = out[0].data<float>();
-      // The executor passes a view of the initializer: same bytes, another Tensor object.
-      const bool prepacked = weights_ != nullptr && w.raw() == weights_->raw();
-      const float* packed = prepacked ? packed_.data() : nullptr;
-      if (reference_ ||
-          !conv_fast(p, x.data<float>(), w.data<float>(), packed, bias, y, Clamp{}, threads_)) {
+      if (reference_ || !conv_fast(p, x.data<float>(), w.data<float>(), packed(w), bias, y,
+                                   ConvEpilogue{}, threads_)) {
         reference::conv<float>(p, x.data<float>(), w.data<float>(), bias, y);
       }
       return Status::ok();
@@ -78,7 +73,50 @@ class ConvKernel final : public Kernel {
     return unsupported_dtype(node_, x.dtype());
   }
 
+  bool fuses(bool /*residual*/, Activation /*activation*/) const override { return fusable_; }
+
+  // The fast kernel with the epilogue in its output tiles, for float32 1-D/2-D convs and a
+  // residual of the output's shape; other calls are declined before anything is allocated.
+  Expected<bool> run_fused(Inputs in, Outputs out, Allocator& alloc, const Epilogue& e) override {
+    PTQ_ASSIGN_OR_RETURN(ConvParams p, params(in));
+    const ir::Tensor& x = *in[0];
+    const ir::Tensor& w = *in[1];
+    const ir::Tensor* b = input_or_null(in, 2);
+    const ir::Shape shape = output_shape(p);
+    const ir::Tensor* r = e.residual;
+    if (reference_ || x.dtype() != ir::DType::kFloat32 || !conv_fast_handles(p) ||
+        (r != nullptr && (r->dtype() != ir::DType::kFloat32 || r->shape() != shape))) {
+      return false;
+    }
+    out[0] = alloc.allocate(x.dtype(), shape);
+    const ConvEpilogue ce{r != nullptr ? r->data<float>() : nullptr, e.activation, e.lo, e.hi};
+    return conv_fast(p, x.data<float>(), w.data<float>(), packed(w),
+                     b != nullptr ? b->data<float>() : nullptr, out[0].data<float>(), ce, threads_);
+  }
+
  private:
+  // Checks the inputs and resolves the geometry of this call.
+  Expected<ConvParams> params(Inputs in) const {
+    PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
+    const ir::Tensor* b = input_or_null(in, 2);
+    if (in[1]->dtype() != in[0]->dtype() || (b != nullptr && b->dtype() != in[0]->dtype())) {
+      return node_error(node_, "X, W and B must share one element type");
+    }
+    return conv_params(node_, *in[0], *in[1], b, group_);
+  }
+
+  static ir::Shape output_shape(const ConvParams& p) {
+    ir::Shape shape{p.N, p.M};
+    shape.insert(shape.end(), p.out.begin(), p.out.end());
+    return shape;
+  }
+
+  // The packed weights when `w` is the initializer they were packed from, else null. The
+  // executor passes a view of the initializer: same bytes, another Tensor object.
+  const float* packed(const ir::Tensor& w) const {
+    return weights_ != nullptr && w.raw() == weights_->raw() ? packed_.data() : nullptr;
+  }
+
   // Constant float weights of a 1-D/2-D conv that runs as a GEMM (not depthwise) are packed
   // once for the GEMM micro-kernel; the executor hands the same initializer to every run.
   void pack(const ir::Tensor* w) {
@@ -96,6 +134,7 @@ class ConvKernel final : public Kernel {
   int64_t group_;
   int threads_;
   bool reference_;
+  bool fusable_ = false;
   const ir::Tensor* weights_ = nullptr;  // the initializer packed_ was made from
   std::vector<float> packed_;
 };

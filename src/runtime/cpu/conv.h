@@ -2,9 +2,9 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <vector>
 
+#include "epilogue.h"
 #include "spatial.h"
 
 namespace ptq::runtime::cpu {
@@ -16,10 +16,11 @@ struct ConvParams {
   Window w;
 };
 
-// Output clamp applied after bias (fused Relu/Clip); the default is no clamp.
-struct Clamp {
-  float lo = -std::numeric_limits<float>::infinity();
-  float hi = std::numeric_limits<float>::infinity();
+// What a fused conv applies after its bias: + residual (laid out as y), then the activation.
+struct ConvEpilogue {
+  const float* residual = nullptr;
+  Activation act = Activation::kNone;
+  float lo = 0.0f, hi = 0.0f;  // kClip's bounds
 };
 
 namespace reference {
@@ -36,11 +37,14 @@ extern template void conv<double>(const ConvParams&, const double*, const double
 // packed_a_floats(M/G, k) floats apart. Done once when a Conv with constant weights is prepared.
 void pack_conv_weights(const float* w, int64_t m, int64_t groups, int64_t k, float* out);
 
+// Whether conv_fast handles this geometry (1-D and 2-D).
+inline bool conv_fast_handles(const ConvParams& p) { return p.in.size() == 1 || p.in.size() == 2; }
+
 // Fast float32 convolution for 1-D and 2-D (packed GEMM on im2col columns or, for 1x1, the
-// input itself, in fixed tiles; direct depthwise). `packed_w` is pack_conv_weights' output or
-// null (then the weights are packed for this call). Returns false when the shape is not
-// handled (the caller uses the reference).
+// input itself, in fixed tiles; direct depthwise), the epilogue applied as each output tile is
+// written. `packed_w` is pack_conv_weights' output or null (then the weights are packed for
+// this call). Returns false when the shape is not handled (the caller uses the reference).
 bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
-               const float* b, float* y, Clamp clamp, int threads);
+               const float* b, float* y, const ConvEpilogue& epilogue, int threads);
 
 }  // namespace ptq::runtime::cpu

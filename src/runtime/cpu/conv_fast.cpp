@@ -118,10 +118,11 @@ void copy_strided(const float* src, int64_t step, int64_t n, float* dst) {
 
 // One block of depthwise outputs: rows x lanes (at most kRows x kLanes) at y (row stride OW)
 // from the padded phase buffer at `pad` (the block's first row and column). Taps in (kh, kw)
-// order, then bias and clamp.
+// order, then bias, the residual block `res` (laid out as y, or null) and the activation.
 #if defined(__AVX512F__)
 void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* tap_at,
-                     const float* wp, float bias, Clamp c, int64_t lanes, int64_t rows, float* y) {
+                     const float* wp, float bias, const ConvEpilogue& e, const float* res,
+                     int64_t lanes, int64_t rows, float* y) {
   static_assert(kLanes == 16 && kRows == 4);
   __m512 acc[kRows];
   for (int64_t r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
@@ -137,16 +138,17 @@ void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* 
     }
   }
   const __mmask16 m = lanes >= 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
-  const __m512 b = _mm512_set1_ps(bias), lo = _mm512_set1_ps(c.lo), hi = _mm512_set1_ps(c.hi);
+  const __m512 b = _mm512_set1_ps(bias), lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
   for (int64_t r = 0; r < rows; ++r) {
-    // max/min return their second operand when one is NaN: NaN stays NaN.
-    const __m512 v = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(acc[r], b)));
-    _mm512_mask_storeu_ps(y + r * g.OW, m, v);
+    __m512 v = _mm512_add_ps(acc[r], b);
+    if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + r * g.OW));
+    _mm512_mask_storeu_ps(y + r * g.OW, m, activate(v, e.act, lo, hi));
   }
 }
 #else
 void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* tap_at,
-                     const float* wp, float bias, Clamp c, int64_t lanes, int64_t rows, float* y) {
+                     const float* wp, float bias, const ConvEpilogue& e, const float* res,
+                     int64_t lanes, int64_t rows, float* y) {
   float acc[kRows][kLanes] = {};
   for (int64_t kh = 0; kh < g.KH; ++kh) {
     const float* row = pad + kh * g.DH * wq;
@@ -160,7 +162,9 @@ void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* 
   }
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < lanes; ++i) {
-      y[r * g.OW + i] = std::min(std::max(acc[r][i] + bias, c.lo), c.hi);
+      float v = acc[r][i] + bias;
+      if (res != nullptr) v += res[r * g.OW + i];
+      y[r * g.OW + i] = activate(v, e.act, e.lo, e.hi);
     }
   }
 }
@@ -169,9 +173,9 @@ void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* 
 // Depthwise (one input channel per group). Each plane is first copied into a zero-padded
 // buffer split into SW column phases (phase q holds padded columns q, q + SW, …), so every tap
 // reads a contiguous run; outputs are then accumulated in kRows x kLanes blocks in registers,
-// taps in (kh, kw) order, then bias and clamp.
-void depthwise(const Geo& g, const float* x, const float* w, const float* b, float* y, Clamp c,
-               int threads) {
+// taps in (kh, kw) order, then the bias and the epilogue.
+void depthwise(const Geo& g, const float* x, const float* w, const float* b, float* y,
+               const ConvEpilogue& e, int threads) {
   const int64_t mult = g.M / g.G;
   const int64_t owv = (g.OW + kLanes - 1) / kLanes * kLanes;
   const int64_t wq = owv + (g.KW - 1) * g.DW / g.SW + 1;  // columns per phase row
@@ -204,12 +208,13 @@ void depthwise(const Geo& g, const float* x, const float* w, const float* b, flo
       }
       const float* wp = w + m * g.KH * g.KW;
       const float bias = b != nullptr ? b[m] : 0.0f;
-      float* yp = y + (n * g.M + m) * g.OH * g.OW;
+      const int64_t plane = (n * g.M + m) * g.OH * g.OW;
       for (int64_t oh = 0; oh < g.OH; oh += kRows) {
         for (int64_t ow0 = 0; ow0 < g.OW; ow0 += kLanes) {
           const int64_t lanes = std::min(kLanes, g.OW - ow0), rows = std::min(kRows, g.OH - oh);
-          depthwise_block(g, pad + oh * g.SH * wq + ow0, wq, tap_at.data(), wp, bias, c, lanes, rows,
-                          yp + oh * g.OW + ow0);
+          const int64_t at = plane + oh * g.OW + ow0;
+          depthwise_block(g, pad + oh * g.SH * wq + ow0, wq, tap_at.data(), wp, bias, e,
+                          e.residual != nullptr ? e.residual + at : nullptr, lanes, rows, y + at);
         }
       }
     }
@@ -406,8 +411,8 @@ void pack_unit(const Geo& g, bool pointwise, const float* xg, int64_t cg, int64_
 // Work is cut into "units" (image, group, column tile) and, when there are fewer than 4 units,
 // each unit's output channels into up to 4 row tiles that share one packed column buffer.
 // Tile sizes follow from the shape alone.
-void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, float* y, Clamp c,
-               int threads) {
+void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, float* y,
+               const ConvEpilogue& e, int threads) {
   const int64_t cg = g.C / g.G, mg = g.M / g.G, hw = g.OH * g.OW;
   const int64_t k = cg * g.KH * g.KW;
   const int64_t group_floats = packed_a_floats(mg, k);
@@ -426,8 +431,10 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
     const int64_t ng = u / ctiles;
     n = ng / g.G, grp = ng % g.G, c0 = (u % ctiles) * tn, t = std::min(tn, hw - c0);
   };
-  auto epilogue = [&](int64_t row0) {
-    return GemmEpilogue{b != nullptr ? b + row0 : nullptr, c.lo, c.hi};
+  // The epilogue of the output rows from row0 (of the group's M) whose tile starts at y + at.
+  auto epilogue = [&](int64_t row0, int64_t at) {
+    return GemmEpilogue{b != nullptr ? b + row0 : nullptr,
+                        e.residual != nullptr ? e.residual + at : nullptr, hw, e.act, e.lo, e.hi};
   };
   int64_t parts = 1;
   if (units < 4 && mg >= 128) parts = std::min<int64_t>((4 + units - 1) / units, mg / 64);
@@ -439,8 +446,8 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
         unit_at(u, n, grp, c0, t);
         const float* xg = x + (n * g.C + grp * cg) * g.H * g.W;
         pack_unit(g, pointwise, xg, cg, k, c0, t, col);
-        gemm_packed(mg, t, k, pw + grp * group_floats, col, y + (n * g.M + grp * mg) * hw + c0,
-                    hw, epilogue(grp * mg));
+        const int64_t at = (n * g.M + grp * mg) * hw + c0;
+        gemm_packed(mg, t, k, pw + grp * group_floats, col, y + at, hw, epilogue(grp * mg, at));
       }
     });
     return;
@@ -461,8 +468,9 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
       const int64_t u = task / mtiles, m0 = (task % mtiles) * tm, rows = std::min(tm, mg - m0);
       int64_t n = 0, grp = 0, c0 = 0, t = 0;
       unit_at(u, n, grp, c0, t);
-      gemm_packed(rows, t, k, pw + grp * group_floats + m0 * k, cols + u * col_floats,
-                  y + (n * g.M + grp * mg + m0) * hw + c0, hw, epilogue(grp * mg + m0));
+      const int64_t at = (n * g.M + grp * mg + m0) * hw + c0;
+      gemm_packed(rows, t, k, pw + grp * group_floats + m0 * k, cols + u * col_floats, y + at, hw,
+                  epilogue(grp * mg + m0, at));
     }
   });
 }
@@ -477,13 +485,13 @@ void pack_conv_weights(const float* w, int64_t m, int64_t groups, int64_t k, flo
 }
 
 bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
-               const float* b, float* y, Clamp clamp, int threads) {
-  if (p.in.size() != 1 && p.in.size() != 2) return false;
+               const float* b, float* y, const ConvEpilogue& e, int threads) {
+  if (!conv_fast_handles(p)) return false;
   const Geo g = to_geo(p);
   if (g.C / g.G == 1) {
-    depthwise(g, x, w, b, y, clamp, threads);
+    depthwise(g, x, w, b, y, e, threads);
   } else {
-    gemm_conv(g, x, packed_w != nullptr ? packed_w : pack_weights_now(g, w), b, y, clamp, threads);
+    gemm_conv(g, x, packed_w != nullptr ? packed_w : pack_weights_now(g, w), b, y, e, threads);
   }
   return true;
 }

@@ -78,6 +78,15 @@ void gemm_prepacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* 
 
 // ---- Gemm -----------------------------------------------------------------------------------
 
+// One Gemm call's operands, checked.
+struct GemmCall {
+  const ir::Tensor* a = nullptr;
+  const ir::Tensor* b = nullptr;
+  const ir::Tensor* c = nullptr;
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<int64_t> cs{0, 0};  // C's strides over Y
+};
+
 class GemmKernel final : public Kernel {
  public:
   explicit GemmKernel(const KernelContext& ctx)
@@ -88,70 +97,107 @@ class GemmKernel final : public Kernel {
         tb_(ctx.node.attr_int("transB", 0) != 0),
         threads_(ctx.threads),
         reference_(ctx.reference) {
-    if (!reference_) packed_b_.pack(constant_input(ctx, 1), tb_);
+    const ir::Tensor* b = constant_input(ctx, 1);
+    // Float32 B makes A float32 (else the node fails): the fast kernel runs.
+    fusable_ = !reference_ && b != nullptr && b->dtype() == ir::DType::kFloat32;
+    if (!reference_) packed_b_.pack(b, tb_);
   }
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
+    PTQ_ASSIGN_OR_RETURN(GemmCall g, check(in));
+    const ir::Tensor& a = *g.a;
+    out[0] = alloc.allocate(a.dtype(), ir::Shape{g.m, g.n});
+    const bool done = dispatch<float, double, int32_t, int64_t, uint32_t, uint64_t>(
+        a.dtype(), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* cp = g.c != nullptr ? g.c->data<T>() : nullptr;
+          if constexpr (std::is_same_v<T, float>) {
+            if (!reference_) return fast(g, Epilogue{}, out[0].data<float>());
+          }
+          reference::gemm<T>(ta_, tb_, g.m, g.n, g.k, alpha_, a.data<T>(), g.b->data<T>(), beta_,
+                             cp, g.cs, out[0].data<T>());
+        });
+    if (!done) return unsupported_dtype(node_, a.dtype());
+    return Status::ok();
+  }
+
+  bool fuses(bool /*residual*/, Activation /*activation*/) const override { return fusable_; }
+
+  // The fast kernel with the epilogue in its alpha/beta pass, for float32 and a residual of
+  // Y's shape; other calls are declined before anything is allocated.
+  Expected<bool> run_fused(Inputs in, Outputs out, Allocator& alloc, const Epilogue& e) override {
+    PTQ_ASSIGN_OR_RETURN(GemmCall g, check(in));
+    const ir::Shape ys{g.m, g.n};
+    const ir::Tensor* r = e.residual;
+    if (reference_ || g.a->dtype() != ir::DType::kFloat32 ||
+        (r != nullptr && (r->dtype() != ir::DType::kFloat32 || r->shape() != ys))) {
+      return false;
+    }
+    out[0] = alloc.allocate(ir::DType::kFloat32, ys);
+    fast(g, e, out[0].data<float>());
+    return true;
+  }
+
+ private:
+  Expected<GemmCall> check(Inputs in) const {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
-    const ir::Tensor& a = *in[0];
-    const ir::Tensor& b = *in[1];
-    const ir::Tensor* c = input_or_null(in, 2);
+    GemmCall g;
+    g.a = in[0], g.b = in[1], g.c = input_or_null(in, 2);
+    const ir::Tensor& a = *g.a;
+    const ir::Tensor& b = *g.b;
     if (a.rank() != 2 || b.rank() != 2) {
       return node_error(node_, "A {} and B {} must be 2-D", ir::shape_str(a.shape()),
                         ir::shape_str(b.shape()));
     }
-    const int64_t m = ta_ ? a.dim(1) : a.dim(0), k = ta_ ? a.dim(0) : a.dim(1);
-    const int64_t kb = tb_ ? b.dim(1) : b.dim(0), n = tb_ ? b.dim(0) : b.dim(1);
-    if (k != kb) {
+    g.m = ta_ ? a.dim(1) : a.dim(0), g.k = ta_ ? a.dim(0) : a.dim(1);
+    const int64_t kb = tb_ ? b.dim(1) : b.dim(0);
+    g.n = tb_ ? b.dim(0) : b.dim(1);
+    if (g.k != kb) {
       return node_error(node_, "A {} and B {} do not multiply (transA={}, transB={})",
                         ir::shape_str(a.shape()), ir::shape_str(b.shape()), ta_, tb_);
     }
-    if (b.dtype() != a.dtype() || (c != nullptr && c->dtype() != a.dtype())) {
+    if (b.dtype() != a.dtype() || (g.c != nullptr && g.c->dtype() != a.dtype())) {
       return node_error(node_, "A, B and C must share one element type");
     }
-    const ir::Shape ys{m, n};
-    std::vector<int64_t> cs{0, 0};
-    if (c != nullptr) {
-      auto bs = broadcast_shapes(c->shape(), ys);
-      if (c->rank() > 2 || !bs || *bs != ys) {
-        return node_error(node_, "C {} does not broadcast to {}", ir::shape_str(c->shape()),
+    if (g.c != nullptr) {
+      const ir::Shape ys{g.m, g.n};
+      auto bs = broadcast_shapes(g.c->shape(), ys);
+      if (g.c->rank() > 2 || !bs || *bs != ys) {
+        return node_error(node_, "C {} does not broadcast to {}", ir::shape_str(g.c->shape()),
                           ir::shape_str(ys));
       }
-      cs = broadcast_strides(c->shape(), ys);
+      g.cs = broadcast_strides(g.c->shape(), ys);
     }
-    out[0] = alloc.allocate(a.dtype(), ys);
-    Status st = Status::ok();
-    const bool done = dispatch<float, double, int32_t, int64_t, uint32_t, uint64_t>(
-        a.dtype(), [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          const T* cp = c != nullptr ? c->data<T>() : nullptr;
-          if constexpr (std::is_same_v<T, float>) {
-            if (!reference_) return fast(a.data<float>(), b.data<float>(), cp, cs, m, n, k,
-                                         out[0].data<float>());
-          }
-          reference::gemm<T>(ta_, tb_, m, n, k, alpha_, a.data<T>(), b.data<T>(), beta_, cp, cs,
-                             out[0].data<T>());
-        });
-    if (!done) return unsupported_dtype(node_, a.dtype());
-    return st;
+    return g;
   }
 
- private:
-  void fast(const float* a, const float* b, const float* c, const std::vector<int64_t>& cs,
-            int64_t m, int64_t n, int64_t k, float* y) const {
+  // Y = alpha * op(A) op(B) + beta * C, then the epilogue (+ residual, activation) in one pass
+  // over Y. The pass runs only when it changes something, as the unfused kernels would.
+  void fast(const GemmCall& g, const Epilogue& e, float* y) const {
+    const int64_t m = g.m, n = g.n, k = g.k;
+    const float* a = g.a->data<float>();
+    const float* b = g.b->data<float>();
     if (packed_b_.matches(b)) {
       gemm_prepacked(ta_, m, n, k, a, ta_ ? m : k, packed_b_.data.data(), y, threads_);
     } else {
       sgemm(ta_, tb_, m, n, k, a, ta_ ? m : k, b, tb_ ? k : n, y, n, threads_);
     }
-    if (alpha_ == 1.0f && (c == nullptr || beta_ == 0.0f)) return;
+    const float* c = g.c != nullptr ? g.c->data<float>() : nullptr;
+    const float* r = e.residual != nullptr ? e.residual->data<float>() : nullptr;
+    const bool scale = !(alpha_ == 1.0f && (c == nullptr || beta_ == 0.0f));
+    if (!scale && r == nullptr && e.activation == Activation::kNone) return;
+    const std::vector<int64_t>& cs = g.cs;
     parallel_for(threads_, m, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         float* row = y + i * n;
         for (int64_t j = 0; j < n; ++j) {
-          float v = alpha_ * row[j];
-          if (c != nullptr) v += beta_ * c[i * cs[0] + j * cs[1]];
-          row[j] = v;
+          float v = row[j];
+          if (scale) {
+            v = alpha_ * v;
+            if (c != nullptr) v += beta_ * c[i * cs[0] + j * cs[1]];
+          }
+          if (r != nullptr) v += r[i * n + j];
+          row[j] = activate(v, e.activation, e.lo, e.hi);
         }
       }
     });
@@ -162,6 +208,7 @@ class GemmKernel final : public Kernel {
   bool ta_, tb_;
   int threads_;
   bool reference_;
+  bool fusable_ = false;
   PackedB packed_b_;
 };
 

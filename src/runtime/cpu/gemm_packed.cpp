@@ -35,8 +35,10 @@ struct Tile {
   int64_t ldc, cols;
   bool first, last;
   const float* bias;  // R row biases, or null
+  const float* res;   // the residual tile (row stride ldr), or null
+  int64_t ldr;
+  Activation act;
   float lo, hi;
-  bool clamp;
 };
 
 #if defined(__AVX512F__)
@@ -79,10 +81,12 @@ void micro(const Tile& t) {
         c0[r] = _mm512_add_ps(c0[r], bv);
         c1[r] = _mm512_add_ps(c1[r], bv);
       }
-      if (t.clamp) {  // max/min return their second operand when one is NaN: NaN stays NaN
-        c0[r] = _mm512_min_ps(hi, _mm512_max_ps(lo, c0[r]));
-        c1[r] = _mm512_min_ps(hi, _mm512_max_ps(lo, c1[r]));
+      if (t.res != nullptr) {  // masked-off lanes read nothing (and are not stored)
+        c0[r] = _mm512_add_ps(c0[r], _mm512_maskz_loadu_ps(m0, t.res + r * t.ldr));
+        c1[r] = _mm512_add_ps(c1[r], _mm512_maskz_loadu_ps(m1, t.res + r * t.ldr + 16));
       }
+      c0[r] = activate(c0[r], t.act, lo, hi);
+      c1[r] = activate(c1[r], t.act, lo, hi);
     }
   }
 #pragma GCC unroll 16
@@ -124,16 +128,24 @@ void micro(const Tile& t) {
   }
   if (t.last) {
     const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
+    alignas(32) float res[NR] = {};  // a column tail of the residual, zero-padded
     for (int r = 0; r < R; ++r) {
       if (t.bias != nullptr) {
         const __m256 bv = _mm256_set1_ps(t.bias[r]);
         c0[r] = _mm256_add_ps(c0[r], bv);
         c1[r] = _mm256_add_ps(c1[r], bv);
       }
-      if (t.clamp) {
-        c0[r] = _mm256_min_ps(hi, _mm256_max_ps(lo, c0[r]));
-        c1[r] = _mm256_min_ps(hi, _mm256_max_ps(lo, c1[r]));
+      if (t.res != nullptr) {
+        const float* rr = t.res + r * t.ldr;
+        if (t.cols < NR) {
+          std::copy(rr, rr + t.cols, res);
+          rr = res;
+        }
+        c0[r] = _mm256_add_ps(c0[r], _mm256_loadu_ps(rr));
+        c1[r] = _mm256_add_ps(c1[r], _mm256_loadu_ps(rr + 8));
       }
+      c0[r] = activate(c0[r], t.act, lo, hi);
+      c1[r] = activate(c1[r], t.act, lo, hi);
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -163,7 +175,8 @@ void micro(const Tile& t) {
     for (int64_t j = 0; j < t.cols; ++j) {
       float v = acc[r][j];
       if (t.last && t.bias != nullptr) v += t.bias[r];
-      if (t.last && t.clamp) v = std::min(std::max(v, t.lo), t.hi);
+      if (t.last && t.res != nullptr) v += t.res[r * t.ldr + j];
+      if (t.last) v = activate(v, t.act, t.lo, t.hi);
       t.c[r * t.ldc + j] = v;
     }
   }
@@ -214,12 +227,12 @@ void pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* pb, float* c,
                  int64_t ldc, const GemmEpilogue& e) {
   if (m <= 0 || n <= 0) return;
-  const bool clamp = !(std::isinf(e.lo) && e.lo < 0 && std::isinf(e.hi) && e.hi > 0);
   if (k == 0) {  // an empty sum: zero, then the epilogue
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         float v = e.row_bias != nullptr ? 0.0f + e.row_bias[i] : 0.0f;
-        c[i * ldc + j] = clamp ? std::min(std::max(v, e.lo), e.hi) : v;
+        if (e.residual != nullptr) v += e.residual[i * e.ldr + j];
+        c[i * ldc + j] = activate(v, e.act, e.lo, e.hi);
       }
     }
     return;
@@ -240,9 +253,11 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
                        k0 == 0,
                        k0 + kc == k,
                        e.row_bias != nullptr ? e.row_bias + i0 : nullptr,
+                       e.residual != nullptr ? e.residual + i0 * e.ldr + j0 : nullptr,
+                       e.ldr,
+                       e.act,
                        e.lo,
-                       e.hi,
-                       clamp};
+                       e.hi};
           kMicro[static_cast<size_t>(rows - 1)](t);
         }
       }

@@ -5,8 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <vector>
+
+#include "epilogue.h"
 
 namespace ptq::runtime::cpu {
 
@@ -38,12 +39,14 @@ void pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, float
 // holds columns [q * NR, q * NR + NR) as k groups of NR floats, missing columns zero.
 void pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float* out);
 
-// What is applied to each element of C once its sum is complete: + row_bias[i], then clamped
-// to [lo, hi] (a fused Relu or Clip; NaN stays NaN).
+// What is applied to each element of C once its sum is complete, in this order: + row_bias[i],
+// + residual[i * ldr + j] (a fused Add), then the activation (a fused Relu or Clip, epilogue.h).
 struct GemmEpilogue {
   const float* row_bias = nullptr;
-  float lo = -std::numeric_limits<float>::infinity();
-  float hi = std::numeric_limits<float>::infinity();
+  const float* residual = nullptr;
+  int64_t ldr = 0;
+  Activation act = Activation::kNone;
+  float lo = 0.0f, hi = 0.0f;  // kClip's bounds
 };
 
 // C[m x n] (row stride ldc) = A * B, then the epilogue, from packed operands (pa from pack_a
