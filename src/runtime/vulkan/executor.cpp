@@ -125,7 +125,16 @@ class VulkanExecutor final : public runtime::Executor {
               std::span<runtime::Observer* const> observers);
   Status show_host(Program& prog, int id, const ir::Tensor& host, std::span<runtime::Observer* const> observers);
   void free_commands(Program& prog) {
+    if (prog.timer) report_timing(prog);
     for (Block& b : prog.blocks) ctx_->free_command_buffer(b.cmd);
+  }
+  void report_timing(const Program& prog) const {
+    std::vector<std::string> labels, ops;
+    for (const Step& st : prog.steps) {
+      labels.push_back(model_.graph.nodes[st.node].label());
+      ops.push_back(model_.graph.nodes[st.node].op_type);
+    }
+    prog.timer->report(labels, ops);
   }
 
   const ir::Model& model_;
@@ -271,8 +280,10 @@ Status VulkanExecutor::execute(Program& prog, const runtime::NamedTensors& input
   for (int id : prog.start_observed) PTQ_RETURN_IF_ERROR(show_host(prog, id, host_view(id), observers));
 
   HostAllocator alloc;
-  for (Block& blk : prog.blocks) {
+  for (size_t b = 0; b < prog.blocks.size(); ++b) {
+    Block& blk = prog.blocks[b];
     PTQ_RETURN_IF_ERROR(ctx_->submit_and_wait(blk.cmd));
+    if (prog.timer) prog.timer->collect(static_cast<int>(b), blk.first_step, blk.end_step);
     const auto* slots = static_cast<const uint32_t*>(prog.stats_staging.mapped());
     for (int id : blk.observed) {
       const Value& v = prog.values[static_cast<size_t>(id)];

@@ -479,7 +479,11 @@ Status Builder::prepare_pipelines() {
 }
 
 Status Builder::record_blocks() {
-  for (Block& blk : prog.blocks) {
+  if (std::getenv("PTQ_VULKAN_TIMING") != nullptr) {
+    prog.timer = StepTimer::create(env.ctx, static_cast<int>(prog.steps.size()), static_cast<int>(prog.blocks.size()));
+  }
+  for (size_t b = 0; b < prog.blocks.size(); ++b) {
+    Block& blk = prog.blocks[b];
     PTQ_ASSIGN_OR_RETURN(blk.cmd, env.ctx.allocate_command_buffer());
     VkCommandBufferBeginInfo bi{};
     bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
@@ -495,7 +499,11 @@ Status Builder::record_blocks() {
       rec.copy(prog.staging[static_cast<size_t>(v.staging)].handle(), 0, prog.arena.handle(),
                static_cast<VkDeviceSize>(v.offset), v.bytes());
     }
-    for (int s = blk.first_step; s < blk.end_step; ++s) PTQ_RETURN_IF_ERROR(record_step(rec, s));
+    if (prog.timer) prog.timer->begin_block(blk.cmd, static_cast<int>(b), blk.first_step, blk.end_step);
+    for (int s = blk.first_step; s < blk.end_step; ++s) {
+      PTQ_RETURN_IF_ERROR(record_step(rec, s));
+      if (prog.timer && prog.steps[static_cast<size_t>(s)].kind == StepKind::kGpu) prog.timer->end_step(blk.cmd, s);
+    }
     bool first_stat = true;
     for (int id : blk.observed) {
       const Value& v = val(id);

@@ -18,6 +18,7 @@
 #include "ptq/ir.h"
 #include "ptq/runtime.h"
 #include "recorder.h"
+#include "step_timer.h"
 
 namespace ptq::vulkan {
 
@@ -92,6 +93,7 @@ struct Program {
   Buffer stats_staging;
   std::vector<Buffer> staging;
   DescriptorArena descriptors;
+  std::unique_ptr<StepTimer> timer;  // PTQ_VULKAN_TIMING=1 only
   std::vector<std::string> fallback_nodes;  // "Op 'name'" of the CPU steps
   int64_t arena_bytes = 0;
   int64_t staging_bytes = 0;

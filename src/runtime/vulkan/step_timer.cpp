@@ -1,0 +1,82 @@
+#include "step_timer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace ptq::vulkan {
+
+// Query slots: step s ends at s; block b starts at steps + b.
+std::unique_ptr<StepTimer> StepTimer::create(Context& ctx, int steps, int blocks) {
+  if (!ctx.limits().timestampComputeAndGraphics || ctx.limits().timestampPeriod <= 0.0f) return nullptr;
+  VkQueryPoolCreateInfo ci{};
+  ci.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+  ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  ci.queryCount = static_cast<uint32_t>(steps + blocks);
+  VkQueryPool pool = VK_NULL_HANDLE;
+  if (vkCreateQueryPool(ctx.device(), &ci, nullptr, &pool) != VK_SUCCESS) return nullptr;
+  return std::unique_ptr<StepTimer>(new StepTimer(ctx, pool, steps, ctx.limits().timestampPeriod));
+}
+
+StepTimer::~StepTimer() { vkDestroyQueryPool(ctx_.device(), pool_, nullptr); }
+
+void StepTimer::begin_block(VkCommandBuffer cmd, int block, int first_step, int end_step) {
+  vkCmdResetQueryPool(cmd, pool_, static_cast<uint32_t>(steps_ + block), 1);
+  if (end_step > first_step) {
+    vkCmdResetQueryPool(cmd, pool_, static_cast<uint32_t>(first_step), static_cast<uint32_t>(end_step - first_step));
+  }
+  vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_, static_cast<uint32_t>(steps_ + block));
+}
+
+void StepTimer::end_step(VkCommandBuffer cmd, int step) {
+  vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_, static_cast<uint32_t>(step));
+  timed_[static_cast<size_t>(step)] = true;
+}
+
+void StepTimer::collect(int block, int first_step, int end_step) {
+  uint64_t start = 0;
+  if (vkGetQueryPoolResults(ctx_.device(), pool_, static_cast<uint32_t>(steps_ + block), 1, sizeof(start), &start,
+                            sizeof(start), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS) {
+    return;
+  }
+  if (block == 0) ++runs_;
+  uint64_t prev = start;
+  for (int s = first_step; s < end_step; ++s) {
+    if (!timed_[static_cast<size_t>(s)]) continue;
+    uint64_t t = 0;
+    if (vkGetQueryPoolResults(ctx_.device(), pool_, static_cast<uint32_t>(s), 1, sizeof(t), &t, sizeof(t),
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS) {
+      return;
+    }
+    ms_[static_cast<size_t>(s)] += static_cast<double>(t - prev) * ns_per_tick_ * 1e-6;
+    prev = t;
+  }
+}
+
+void StepTimer::report(const std::vector<std::string>& labels, const std::vector<std::string>& op_types) const {
+  if (runs_ == 0) return;
+  const double n = static_cast<double>(runs_);
+  std::map<std::string, std::pair<double, int>> by_op;
+  for (int s = 0; s < steps_; ++s) {
+    if (!timed_[static_cast<size_t>(s)]) continue;
+    auto& [ms, count] = by_op[op_types[static_cast<size_t>(s)]];
+    ms += ms_[static_cast<size_t>(s)] / n;
+    ++count;
+  }
+  const double total = std::accumulate(ms_.begin(), ms_.end(), 0.0) / n;
+  fmt::print(stderr, "ptq: vulkan: GPU time per run {:.3f} ms over {} runs; by op type:\n", total, runs_);
+  for (const auto& [op, v] : by_op) fmt::print(stderr, "  {:<20} {:>3} steps {:9.3f} ms\n", op, v.second, v.first);
+  std::vector<int> order(static_cast<size_t>(steps_));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return ms_[static_cast<size_t>(a)] > ms_[static_cast<size_t>(b)]; });
+  fmt::print(stderr, "ptq: vulkan: costliest steps:\n");
+  for (size_t i = 0; i < std::min<size_t>(12, order.size()); ++i) {
+    const int s = order[i];
+    if (!timed_[static_cast<size_t>(s)]) break;
+    fmt::print(stderr, "  {:9.3f} ms  {}\n", ms_[static_cast<size_t>(s)] / n, labels[static_cast<size_t>(s)]);
+  }
+}
+
+}  // namespace ptq::vulkan
