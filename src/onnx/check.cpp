@@ -39,23 +39,22 @@ Status check_model(const ir::Model& model) {
   } catch (const std::exception& e) {
     return invalid_input("model fails the ONNX checker: {}", one_line(e.what()));
   }
-  try {
-    // The full check: strict shape inference with type checks, as onnx.checker's full_check.
-    ::onnx::shape_inference::InferShapes(proto, ::onnx::OpSchemaRegistry::Instance(),
-                                         ::onnx::ShapeInferenceOptions(true, 1, false));
-  } catch (const std::exception& e) {
-    return invalid_input("model fails ONNX shape inference: {}", one_line(e.what()));
+  // The full check: strict shape inference with type checks, as onnx.checker's full_check.
+  std::string failure;
+  PTQ_RETURN_IF_ERROR(
+      guarded_shape_inference(proto, ::onnx::ShapeInferenceOptions(true, 1, false), &failure));
+  if (!failure.empty()) {
+    return invalid_input("model fails ONNX shape inference: {}", one_line(failure));
   }
   return {};
 }
 
-void infer_shapes(::onnx::ModelProto& proto, ir::Graph& graph) {
+Status infer_shapes(::onnx::ModelProto& proto, ir::Graph& graph) {
   const int declared = proto.graph().value_info_size();
-  try {
-    ::onnx::shape_inference::InferShapes(proto);
-  } catch (const std::exception&) {
-    return;  // best effort: a model libonnx cannot infer still loads, with declared types only
-  }
+  std::string failure;
+  PTQ_RETURN_IF_ERROR(guarded_shape_inference(proto, ::onnx::ShapeInferenceOptions(), &failure));
+  // Best effort: a model libonnx cannot infer still loads, with declared types only.
+  if (!failure.empty()) return {};
   std::unordered_set<std::string_view> have;
   for (const auto* list : {&graph.inputs, &graph.outputs, &graph.value_info}) {
     for (const ir::ValueInfo& v : *list) {
@@ -70,6 +69,7 @@ void infer_shapes(::onnx::ModelProto& proto, ir::Graph& graph) {
   const auto& g = proto.graph();
   for (int i = declared; i < g.value_info_size(); ++i) take(g.value_info(i));
   for (const auto& o : g.output()) take(o);
+  return {};
 }
 
 }  // namespace ptq::onnx

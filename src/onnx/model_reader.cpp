@@ -156,6 +156,18 @@ Status check_graph(const ir::Graph& g) {
   return {};
 }
 
+// Each domain once: libonnx would take the last version listed, the ir the first.
+Status check_opset_imports(const ::onnx::ModelProto& p) {
+  std::unordered_set<std::string> seen;
+  for (const auto& o : p.opset_import()) {
+    const std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+    if (!seen.insert(domain).second) {
+      return invalid_input("opset_import lists domain '{}' twice", o.domain());
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Expected<ir::Model> model_from_proto(const ::onnx::ModelProto& p,
@@ -171,6 +183,7 @@ Expected<ir::Model> model_from_proto(const ::onnx::ModelProto& p,
   if (p.opset_import_size() == 0) return invalid_input("model imports no opset (opset_import is empty)");
   ir::Model m;
   m.ir_version = p.ir_version();
+  PTQ_RETURN_IF_ERROR(check_opset_imports(p));
   for (const auto& o : p.opset_import()) m.opset_imports.push_back({o.domain(), o.version()});
   m.producer_name = p.producer_name();
   m.producer_version = p.producer_version();
@@ -219,7 +232,12 @@ Expected<std::string> read_whole_file(const std::filesystem::path& path) {
 Expected<ir::Model> convert(::onnx::ModelProto& proto, const std::filesystem::path& base_dir,
                             const LoadOptions& options) {
   PTQ_ASSIGN_OR_RETURN(ir::Model model, model_from_proto(proto, ExternalDataSource{base_dir}));
-  if (options.infer_shapes) infer_shapes(proto, model.graph);
+  // Shape inference checks the nodes against their schemas first; without it, check them here.
+  if (options.infer_shapes) {
+    PTQ_RETURN_IF_ERROR(infer_shapes(proto, model.graph));
+  } else {
+    PTQ_RETURN_IF_ERROR(check_node_schemas(proto));
+  }
   return model;
 }
 

@@ -10,6 +10,10 @@
 #include "ptq/ir.h"
 #include "ptq/status.h"
 
+namespace onnx {
+struct ShapeInferenceOptions;
+}
+
 namespace ptq::onnx {
 
 // Where a tensor's external data is looked up: files relative to the model's folder.
@@ -43,8 +47,23 @@ Expected<ir::Model> model_from_proto(const ::onnx::ModelProto& proto,
 void model_to_proto(const ir::Model& model, ::onnx::ModelProto* proto, bool initializer_data);
 void graph_to_proto(const ir::Graph& graph, ::onnx::GraphProto* proto, bool initializer_data);
 
-// Fills graph.inferred from onnx::shape_inference; best effort (a failure leaves it empty).
-void infer_shapes(::onnx::ModelProto& proto, ir::Graph& graph);
+// Fills graph.inferred from onnx::shape_inference; best effort (what libonnx cannot infer stays
+// unknown), except that a malformed node fails (kInvalidInput naming it): see node_guard.cpp.
+Status infer_shapes(::onnx::ModelProto& proto, ir::Graph& graph);
+
+// Checks every default-domain node, subgraphs included, against its op schema for the model's
+// opset: input/output counts, required inputs and attributes, and the kernel_shape / strides /
+// dilations / pads of conv and pool ops. Ops libonnx does not know pass. kInvalidInput names
+// the node.
+Status check_node_schemas(const ::onnx::ModelProto& proto);
+// libonnx's shape inference on `proto`, in place, made safe on malformed models: the nodes are
+// checked first (check_node_schemas) and the ops whose inference trusts their inputs' ranks run
+// behind guards. A malformed node fails (kInvalidInput naming it); when libonnx's own inference
+// throws, its message goes to `libonnx_error` (if given) and the result is OK, so the caller
+// decides whether that matters. Adds an attribute to guarded nodes: run it on a copy you discard.
+Status guarded_shape_inference(::onnx::ModelProto& proto,
+                               const ::onnx::ShapeInferenceOptions& options,
+                               std::string* libonnx_error);
 
 // IR versions this reader accepts.
 inline constexpr int64_t kMinIrVersion = 3;

@@ -184,7 +184,7 @@ Status convert_opset(ir::Model& model, int64_t target) {
   ::onnx::ModelProto reproto;
   model_to_proto(converted, &reproto, /*initializer_data=*/true);
   converted.graph.inferred.clear();
-  infer_shapes(reproto, converted.graph);
+  PTQ_RETURN_IF_ERROR(infer_shapes(reproto, converted.graph));
   model = std::move(converted);
   return Status::ok();
 }

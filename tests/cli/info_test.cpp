@@ -145,6 +145,19 @@ TEST(InfoCli, ExitCodesAndErrorLines) {
   EXPECT_NE(help.out.find("--json"), std::string::npos);
 }
 
+// The input the fuzzer found crashing libonnx's Conv shape inference (data rank 2, weight
+// rank 4): a one-line error naming the node, exit 3 (tests/fuzz/regressions has the others).
+TEST(InfoCli, MalformedNodeIsOneLineError) {
+  const fs::path file = fs::path(PTQ_SOURCE_DIR) / "tests" / "fuzz" / "regressions" /
+                        "conv_pool_shape_inference.onnx";
+  auto r = run_ptq({"info", file.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("ptq: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("Conv node 'conv'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(InfoCli, RealModel) {
   const char* env = std::getenv("PTQ_TEST_DATA");
   const fs::path file = fs::path(env && *env ? env : PTQ_TEST_DATA) / "models" / "resnet18.onnx";

@@ -86,6 +86,41 @@ def external():
     return m
 
 
+def op_zoo():
+    """A chain of the ops whose shape inference indexes dims by rank or divides by attributes
+    (libonnx crashed on malformed forms of each): mutations of it reach those paths."""
+    rng = np.random.default_rng(2)
+
+    def w(name, *shape):
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+    def i64(name, values):
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "cw"], ["c"], pads=[1, 1, 1, 1], strides=[1, 1], dilations=[1, 1]),
+        n("MaxPool", ["c"], ["p", "pi"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("MaxUnpool", ["p", "pi"], ["u"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("AveragePool", ["u"], ["a"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("ConvTranspose", ["a", "tw"], ["t"], strides=[2, 2]),
+        n("DepthToSpace", ["t"], ["d"], blocksize=2),
+        n("SpaceToDepth", ["d"], ["s"], blocksize=2),
+        n("LpPool", ["s"], ["lp"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("Reshape", ["lp", "shape"], ["r"]),
+        n("Gemm", ["r", "gw", "gb"], ["g"]),
+        n("Unsqueeze", ["g", "axes"], ["q"]),
+        n("LSTM", ["q", "lw", "lr"], ["l"], hidden_size=2),
+        n("GatherND", ["l", "idx"], ["y"], batch_dims=0),
+    ]
+    inits = [w("cw", 4, 4, 3, 3), w("tw", 4, 4, 2, 2), i64("shape", [1, 64]), w("gw", 64, 8),
+             w("gb", 8), i64("axes", [0]), w("lw", 1, 8, 8), w("lr", 1, 8, 2), i64("idx", [[0]])]
+    g = helper.make_graph(
+        nodes, "zoo", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     seeds = {
@@ -94,6 +129,7 @@ def main(out):
         "control_flow.onnx": control_flow().SerializeToString(),
         "all_dtypes.onnx": all_dtypes().SerializeToString(),
         "external.onnx": external().SerializeToString(),
+        "op_zoo.onnx": op_zoo().SerializeToString(),
     }
     conv = seeds["conv_qdq.onnx"]
     seeds["truncated.onnx"] = conv[: len(conv) // 2]
