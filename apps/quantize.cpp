@@ -1,7 +1,8 @@
 // `ptq quantize MODEL (--data SRC [calibrate's options] | --cache CACHE) -o OUT.onnx
 //  [--target tensorrt|ort] [--exclude NODE,…] [--exclude-op-types T,…] [--per-tensor-weights]
 //  [--weights-float] [--activation-type int8|uint8] [--cache-out CACHE.json]
-//  [--trt-cache CACHE.cache] [--force] [--requantize] [--external-data]`
+//  [--trt-cache CACHE.cache] [--input-shape NAME=D,D…[;…]] [--force] [--requantize]
+//  [--external-data]`
 // writes the Q/DQ model. With --data it calibrates first (the calibration driver, as `ptq
 // calibrate`) and writes the cache beside the output; with --cache it reuses a cache of any
 // format (ptqkit JSON, TensorRT text, ONNX Runtime) and needs no data.
@@ -10,8 +11,9 @@
 // a model below opset 13 whose ops changed meaning on the way is converted with libonnx's
 // version converter (ptq::onnx::convert_opset) before anything else, so calibration measures
 // the tensors the planner will see; the cache is checked against the model as given, as
-// stripped and as converted (any of them is the same model); the written model passes the full
-// ONNX check before it is saved.
+// stripped and as converted (any of them is the same model); the planner decides with the
+// input shapes of the data, the cache or --input-shape (quantize_shapes.h), and the written
+// model keeps its symbolic dims; it passes the full ONNX check before it is saved.
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -29,6 +31,7 @@
 #include "command.h"
 #include "data_options.h"
 #include "progress.h"
+#include "quantize_shapes.h"
 #include "run_date.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
@@ -64,6 +67,7 @@ struct QuantizeOptions {
   std::string activation_type = "int8";
   int64_t min_conv_channels = 16;
   bool quantize_matrix_vector = false;
+  std::vector<std::string> input_shapes;
   bool no_fold_batchnorm = false;
   bool force = false;
   bool requantize = false;
@@ -165,9 +169,22 @@ Status prepare_model(ir::Model& model, const QuantizeOptions& o, Identities& ids
   return Status::ok();
 }
 
+// The shape of a full batch of each input: what calibration fed, and planning binds.
+onnx::InputShapes fed_shapes(const data::Dataset& dataset) {
+  onnx::InputShapes out;
+  const int64_t batch = std::min(dataset.batch_size(), dataset.size());
+  for (const data::InputInfo& in : dataset.inputs()) {
+    std::vector<int64_t> shape = {batch};
+    shape.insert(shape.end(), in.sample_shape.begin(), in.sample_shape.end());
+    out.emplace_back(in.name, std::move(shape));
+  }
+  return out;
+}
+
 Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const QuantizeOptions& o,
                                                 const planner::PlanOptions& plan, int threads,
-                                                const GlobalOptions& global) {
+                                                const GlobalOptions& global,
+                                                onnx::InputShapes& fed) {
   calibration::CalibrationOptions co;
   co.method.name = o.method;
   co.method.percentile = o.percentile;
@@ -178,6 +195,7 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   co.threads = threads;
   co.backend = o.backend.backend;
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
+  fed = fed_shapes(dataset);
   PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
   ProgressLine line("quantize", "samples", dataset.size(), global.quiet);
   int stage = 0;
@@ -303,12 +321,30 @@ void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
              size_str(out_file), size_str(before_weights), size_str(weight_bytes(after)));
 }
 
+// Where the planner's input shapes come from, in order (see quantize_shapes.h). A cache's
+// record of an input without a shape (rank unknown) says nothing.
+std::vector<ShapeSource> shape_sources(const QuantizeOptions& o, const onnx::InputShapes& fed,
+                                       const calib::CalibrationTable& table,
+                                       onnx::InputShapes flags) {
+  std::vector<ShapeSource> sources;
+  if (!o.data.data.empty()) {
+    sources.push_back({"--data", fed});
+  } else {
+    onnx::InputShapes recorded = table.model.inputs;
+    std::erase_if(recorded, [](const auto& s) { return s.second.empty(); });
+    sources.push_back({fmt::format("the cache {}", o.cache), std::move(recorded), false});
+  }
+  sources.push_back({"--input-shape", std::move(flags)});
+  return sources;
+}
+
 Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   const bool have_data = !o.data.data.empty();
   if (have_data == !o.cache.empty()) {
     return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
   }
   PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan, plan_options(o));
+  PTQ_ASSIGN_OR_RETURN(onnx::InputShapes flag_shapes, parse_input_shapes(o.input_shapes));
   const int threads = o.threads > 0 ? o.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
@@ -318,8 +354,9 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   PTQ_RETURN_IF_ERROR(prepare_model(model, o, ids, global));
 
   calib::CalibrationTable table;
+  onnx::InputShapes fed;
   if (have_data) {
-    PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global));
+    PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global, fed));
   } else {
     PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, ids, global));
   }
@@ -327,6 +364,8 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
 
   plan.method = table.method;
   plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
+  PTQ_RETURN_IF_ERROR(resolve_plan_shapes(
+      model, shape_sources(o, fed, table, std::move(flag_shapes)), threads, plan));
   PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
   for (const std::string& w : result.warnings) warn(global, w);
   for (const std::string& w : clipping_warnings(model, table)) warn(global, w);
@@ -388,6 +427,11 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--quantize-matrix-vector", o->quantize_matrix_vector,
                "also quantize MatMuls with M or N = 1");
+  app.add_option("--input-shape", o->input_shapes,
+                 "input shapes the planner decides with where the model's are symbolic, as "
+                 "NAME=D,D,… (e.g. x=1,128; several joined by ';' or the option repeated); "
+                 "--data's batches and a JSON cache's recorded shapes come first")
+      ->delimiter(';');
   app.add_flag("--no-fold-batchnorm", o->no_fold_batchnorm,
                "keep BatchNormalization after quantized convs instead of folding it");
   app.add_flag("--force", o->force, "use a cache calibrated for another graph");

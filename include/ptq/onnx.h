@@ -4,8 +4,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "ptq/ir.h"
 #include "ptq/status.h"
@@ -49,6 +52,19 @@ Status check_model(const ir::Model& model);
 // metadata, producer and other domains are kept; ir_version is raised to what `target` needs;
 // shape inference runs again. Errors (kInvalidInput) name the node the converter stops at.
 Status convert_opset(ir::Model& model, int64_t target);
+
+// Concrete shapes for some graph inputs (as trtexec --shapes): per input, one value per dim;
+// -1 leaves that dim as the model declares it.
+using InputShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+// Dims per value name.
+using ValueDims = std::map<std::string, std::vector<ir::Dim>>;
+
+// The dims of every value once the graph inputs are bound to `shapes`: the bound inputs, then
+// libonnx's shape inference with data propagation, run on a copy (the model keeps its symbolic
+// dims). What inference cannot follow stays symbolic or unknown. Errors (kInvalidInput): a name
+// that is no graph input (listing them), a rank or fixed dim that disagrees with the model, a
+// shape that inference rejects.
+Expected<ValueDims> bind_input_shapes(const ir::Model& model, const InputShapes& shapes);
 
 // SHA-256 (hex) of the model's graph as serialized deterministically: the identity a
 // calibration cache records and checks.

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -50,6 +51,17 @@ struct PlanOptions {
   // 0 quantizes every conv.
   int64_t min_conv_channels = 16;
   bool quantize_matrix_vector = false;  // quantize MatMuls with M or N = 1 too
+  // Dims per value name used for planning in place of the model's declared and inferred ones
+  // (the model itself is not changed): the model's input shapes bound and propagated
+  // (onnx::bind_input_shapes), plus any measured by running the model. Of activations, only
+  // the matrix-vector MatMul test (M, N) reads dims.
+  std::map<std::string, std::vector<ir::Dim>> value_dims;
+  // When set, a decision that needs a dim still symbolic or unknown (see unresolved_dims) is an
+  // error naming the node, tensor and dim; when not, such a dim is taken as not 1.
+  bool require_shapes = false;
+  // How the caller's user gives input shapes: ends that error, followed by the graph inputs to
+  // bind as NAME=dims ("<seq>" where a dim is missing). The command line names its flags here.
+  std::string shapes_remedy = "bind the input shapes (PlanOptions::value_dims):";
   // kOrt: also put output Q/DQ on tensors that feed only Softmax/LayerNorm/Exp-like ops.
   bool quantize_float_sensitive = false;
   bool fold_batchnorm = true;  // fold BatchNormalization after a quantized Conv into its weights
@@ -143,9 +155,24 @@ struct Plan {
   const Unit* unit(std::string_view name) const;
 };
 
+// A dim a placement decision needs (MatMul M or N: matrix-vector MatMuls stay float) that the
+// model's types, with PlanOptions::value_dims, leave symbolic or unknown.
+struct UnresolvedDim {
+  size_t node = 0;     // index into graph.nodes
+  std::string tensor;  // the node input whose dim it is
+  std::string dim;     // "M" or "N"
+  std::string symbol;  // the dim's symbolic name; "" when unknown (or the rank is unknown)
+};
+
+// The unresolved dims of the nodes plan() would quantize, in node order. A caller that can run
+// the model measures these tensors' shapes into PlanOptions::value_dims.
+Expected<std::vector<UnresolvedDim>> unresolved_dims(const ir::Model& model,
+                                                     const PlanOptions& options);
+
 // Marks the model for quantization. Errors: invalid options, an exclusion or unit naming
 // nothing (with close matches), Q/DQ already present (without requantize), opset < 13 that
-// cannot be upgraded here.
+// cannot be upgraded here, with require_shapes a dim a decision needs that is unresolved (the
+// first, with the graph inputs to bind).
 Expected<Plan> plan(const ir::Model& model, const calib::CalibrationTable& table,
                     const PlanOptions& options);
 

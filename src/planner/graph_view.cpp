@@ -30,7 +30,9 @@ std::optional<ir::Tensor> constant_value(const ir::Node& node) {
 
 }  // namespace
 
-GraphView::GraphView(const ir::Graph& graph) : graph_(graph), index_(graph) {
+GraphView::GraphView(const ir::Graph& graph,
+                     const std::map<std::string, std::vector<ir::Dim>>* value_dims)
+    : graph_(graph), value_dims_(value_dims), index_(graph) {
   for (const ir::Initializer& i : graph.initializers()) constants_[i.name] = &i.tensor;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const ir::Node& node = graph.nodes[n];
@@ -98,6 +100,9 @@ std::optional<std::vector<ir::Dim>> GraphView::dims(std::string_view name) const
     std::vector<ir::Dim> d;
     for (int64_t v : t->shape()) d.push_back(ir::Dim::of(v));
     return d;
+  }
+  if (value_dims_ != nullptr) {
+    if (auto it = value_dims_->find(std::string(name)); it != value_dims_->end()) return it->second;
   }
   const ir::ValueInfo* v = graph_.find_value_info(name);
   if (!v) return std::nullopt;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,7 +16,9 @@ namespace ptq::planner {
 
 class GraphView {
  public:
-  explicit GraphView(const ir::Graph& graph);
+  // `value_dims` (borrowed, may be null) override the graph's declared and inferred dims.
+  explicit GraphView(const ir::Graph& graph,
+                     const std::map<std::string, std::vector<ir::Dim>>* value_dims = nullptr);
 
   const ir::Graph& graph() const { return graph_; }
   const ir::Node& node(size_t n) const { return graph_.nodes[n]; }
@@ -37,7 +40,7 @@ class GraphView {
   ir::DType dtype(std::string_view name) const;
   // A non-constant value whose dtype is float32, or unknown (assumed float).
   bool is_float_activation(std::string_view name) const;
-  // Declared or inferred dims (nullopt when unknown).
+  // Dims from value_dims, else declared or inferred (nullopt when the rank is unknown).
   std::optional<std::vector<ir::Dim>> dims(std::string_view name) const;
 
   // Longest path from a graph input, in nodes (0 for nodes reading only inputs/constants).
@@ -48,6 +51,7 @@ class GraphView {
 
  private:
   const ir::Graph& graph_;
+  const std::map<std::string, std::vector<ir::Dim>>* value_dims_;
   ir::GraphIndex index_;
   std::unordered_map<std::string, const ir::Tensor*> constants_;
   std::unordered_map<std::string, size_t> constant_nodes_;

@@ -28,6 +28,8 @@ class Marking {
   std::vector<bool> weighted_ok;       // weighted op structurally quantizable
   std::vector<int64_t> bn_of_conv;     // conv -> BatchNormalization that can fold into it, or -1
   std::vector<int64_t> conv_of_bn;     // the reverse, or -1
+  // Dims the rules needed but found symbolic or unknown, for nodes they would quantize.
+  std::vector<UnresolvedDim> unresolved;
   // unit name -> edge indices the unit cannot go without (its activation inputs)
   std::map<std::string, std::set<size_t>> required;
 
@@ -68,5 +70,8 @@ bool rule_ort_outputs(Marking& m, size_t n);
 bool rule_ort_propagate(Marking& m, size_t n);
 // Finds BatchNormalizations that fold into the Conv before them.
 void find_bn_folds(Marking& m);
+
+// The error for an unresolved dim: node, tensor, dim, and the graph inputs to bind (unresolved.cpp).
+Status unresolved_error(const GraphView& view, const PlanOptions& options, const UnresolvedDim& d);
 
 }  // namespace ptq::planner

@@ -43,7 +43,7 @@ class UnionFind {
 };
 
 struct Analysis {
-  Analysis(const ir::Graph& g, const PlanOptions& o) : view(g), marking(view, o) {}
+  Analysis(const ir::Graph& g, const PlanOptions& o) : view(g, &o.value_dims), marking(view, o) {}
   GraphView view;
   Marking marking;
   std::unordered_map<std::string, std::string> group_of;      // tensor -> group name
@@ -235,6 +235,12 @@ Expected<Plan> plan(const ir::Model& model, const calib::CalibrationTable& table
       }
     }
   }
+  if (options.require_shapes) {
+    // Only a node that stays quantized after unit selection and range checks needs its dims.
+    for (const UnresolvedDim& d : m.unresolved) {
+      if (!dropped.count(m.nodes[d.node].unit)) return unresolved_error(a->view, options, d);
+    }
+  }
   for (QuantEdge e : m.edges) {
     std::erase_if(e.units, [&](const std::string& u) { return dropped.count(u) > 0; });
     if (e.units.empty()) continue;
@@ -285,6 +291,12 @@ Expected<std::vector<std::string>> quantizable_activations(const ir::Model& mode
     for (const std::string& t : a->members.at(a->group_of.at(e.tensor))) out.insert(t);
   }
   return std::vector<std::string>(out.begin(), out.end());
+}
+
+Expected<std::vector<UnresolvedDim>> unresolved_dims(const ir::Model& model,
+                                                     const PlanOptions& options) {
+  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Analysis> a, analyze(model, options));
+  return a->marking.unresolved;
 }
 
 bool has_quantization(const ir::Model& model) {

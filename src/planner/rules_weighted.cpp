@@ -14,6 +14,7 @@ struct Spec {
   int64_t weight_axis = -1;
   int64_t bias_slot = -1;  // ORT int32 bias
   int64_t bias_channels = 0;
+  std::vector<UnresolvedDim> unresolved;  // dims the decision needed but could not see
 };
 
 // "" when `name` is a float activation, else why not.
@@ -32,17 +33,19 @@ const ir::Tensor* float_weight(const Marking& m, const std::string& name) {
   return w && w->dtype() == ir::DType::kFloat32 ? w : nullptr;
 }
 
-// A known dim of a declared shape counted from the end (1 = last), or -1.
-int64_t dim_from_end(const Marking& m, const std::string& name, size_t k) {
+// Dim k from the end (1 = last) of an activation's shape; rank 1 counts as 1 (a vector).
+// Unknown (value -1, no symbol) when the rank is unknown or too small.
+ir::Dim dim_from_end(const Marking& m, const std::string& name, size_t k) {
   auto dims = m.view.dims(name);
-  if (!dims || dims->size() < k) return -1;
-  const ir::Dim& d = (*dims)[dims->size() - k];
-  return d.known() ? d.value : -1;
+  if (!dims) return {};
+  if (dims->size() == 1) return ir::Dim::of(1);
+  if (dims->size() < k) return {};
+  return (*dims)[dims->size() - k];
 }
 
-int64_t rank_of(const Marking& m, const std::string& name) {
-  auto dims = m.view.dims(name);
-  return dims ? static_cast<int64_t>(dims->size()) : -1;
+// The same for a constant operand: rank < 2 is a vector.
+ir::Dim const_dim_from_end(const ir::Tensor& t, int64_t k) {
+  return ir::Dim::of(t.rank() >= 2 ? t.dim(t.rank() - k) : 1);
 }
 
 void add_bias(const Marking& m, const ir::Node& node, size_t slot, int64_t channels, Spec& spec) {
@@ -91,38 +94,37 @@ std::string gemm_spec(const Marking& m, const ir::Node& node, Spec& spec) {
   return "";
 }
 
+// M and N decide "matrix-vector stays float"; an unknown one is recorded in the spec (the
+// planner errors on it with require_shapes) and otherwise taken as not 1.
 std::string matmul_spec(const Marking& m, const ir::Node& node, Spec& spec) {
   const std::string& a = node.input(0);
   const std::string& bname = node.input(1);
   const ir::Tensor* b = float_weight(m, bname);
   const ir::Tensor* a_const = float_weight(m, a);
-  int64_t rows = -1;  // M
-  int64_t cols = -1;  // N
   if (b && a_const) return "both inputs are constants";
   if (b) {
     if (auto why = activation_problem(m, a); !why.empty()) return why;
-    cols = b->rank() >= 2 ? b->dim(b->rank() - 1) : 1;
-    rows = rank_of(m, a) == 1 ? 1 : dim_from_end(m, a, 2);
     spec.activations = {0};
     spec.weight_slot = 1;
     spec.weight_axis = (m.options.per_tensor_weights || b->rank() < 2) ? -1 : b->rank() - 1;
   } else if (a_const) {
     if (auto why = activation_problem(m, bname); !why.empty()) return why;
-    rows = a_const->rank() >= 2 ? a_const->dim(a_const->rank() - 2) : 1;
-    cols = rank_of(m, bname) == 1 ? 1 : dim_from_end(m, bname, 1);
     spec.activations = {1};
     spec.weight_slot = 0;
     spec.weight_axis = -1;
   } else {
     if (auto why = activation_problem(m, a); !why.empty()) return why;
     if (auto why = activation_problem(m, bname); !why.empty()) return why;
-    rows = rank_of(m, a) == 1 ? 1 : dim_from_end(m, a, 2);
-    cols = rank_of(m, bname) == 1 ? 1 : dim_from_end(m, bname, 1);
     spec.activations = {0, 1};
   }
-  if ((rows == 1 || cols == 1) && !m.options.quantize_matrix_vector) {
-    return fmt::format("matrix-vector MatMul ({} = 1), float by default", rows == 1 ? "M" : "N");
+  const ir::Dim rows = a_const ? const_dim_from_end(*a_const, 2) : dim_from_end(m, a, 2);
+  const ir::Dim cols = b ? const_dim_from_end(*b, 1) : dim_from_end(m, bname, 1);
+  if (m.options.quantize_matrix_vector) return "";
+  if (rows.value == 1 || cols.value == 1) {
+    return fmt::format("matrix-vector MatMul ({} = 1), float by default", rows.value == 1 ? "M" : "N");
   }
+  if (!rows.known()) spec.unresolved.push_back({0, a, "M", rows.param});
+  if (!cols.known()) spec.unresolved.push_back({0, bname, "N", cols.param});
   return "";
 }
 
@@ -145,6 +147,10 @@ void rule_weighted(Marking& m, size_t n) {
     return;
   }
   m.weighted_ok[n] = true;
+  for (UnresolvedDim& d : spec.unresolved) {
+    d.node = n;
+    m.unresolved.push_back(std::move(d));
+  }
   const std::string unit = m.open_unit(n, node.op_type);
   for (size_t slot : spec.activations) m.mark(n, slot, Role::kActivation, -1, unit, true);
   if (spec.weight_slot >= 0) {
