@@ -1,10 +1,10 @@
 // BatchNormalization folding on the model (as TensorRT does before INT8): the conv's weights
 // and bias absorb the BN's affine transform, so quantization sees the weights that run.
 #include <algorithm>
-#include <cstring>
 
 #include <fmt/format.h>
 
+#include "ptq/ir/owned_copy.h"
 #include "rewrite.h"
 
 namespace ptq::planner {
@@ -48,13 +48,6 @@ size_t count_uses(const ir::Graph& graph, std::string_view name, const std::vect
   return count;
 }
 
-ir::Tensor owned_copy(const ir::Tensor& t) {
-  ir::Tensor out(t.dtype(), t.shape());
-  if (t.nbytes() > 0) std::memcpy(out.raw(), t.raw(), t.nbytes());
-  out.strings() = t.strings();
-  return out;
-}
-
 namespace {
 
 // Stores `value` as `name` in place when the conv is its only reader and it is an initializer;
@@ -88,8 +81,8 @@ Status fold_batchnorms(ir::Graph& graph, const Plan& plan, NameSet& names, std::
       return invalid_input("cannot fold {} into {}: a parameter is not constant", bn.label(),
                            conv.label());
     }
-    ir::Tensor weight = owned_copy(*w);
-    ir::Tensor bias = b ? owned_copy(*b) : ir::Tensor();
+    ir::Tensor weight = ir::owned_copy(*w);
+    ir::Tensor bias = b ? ir::owned_copy(*b) : ir::Tensor();
     PTQ_RETURN_IF_ERROR(fold_batchnorm_into(weight, bias, *params[0], *params[1], *params[2],
                                             *params[3], bn.attr_float("epsilon", 1e-5f),
                                             conv.op_type == "ConvTranspose",

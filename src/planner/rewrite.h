@@ -25,8 +25,6 @@ class NameSet {
 const ir::Tensor* find_constant(const ir::Graph& graph, std::string_view name);
 // Reads of `name` by nodes (not dead ones) plus graph outputs.
 size_t count_uses(const ir::Graph& graph, std::string_view name, const std::vector<bool>& dead);
-// A deep copy (an initializer may borrow file memory; edits must not write through).
-ir::Tensor owned_copy(const ir::Tensor& t);
 
 // Folds each planned BatchNormalization into its Conv: new or updated initializers, the conv
 // takes the BN's output name, the BN is marked dead. Names of replaced weights go to `replaced`.

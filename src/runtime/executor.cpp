@@ -1,6 +1,5 @@
 // The executor: runs a Plan step by step with pooled buffers, views and observers.
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -10,6 +9,7 @@
 #include "fusion.h"
 #include "plan.h"
 #include "pool_allocator.h"
+#include "ptq/ir/owned_copy.h"
 #include "ptq/runtime.h"
 
 namespace ptq::runtime {
@@ -46,13 +46,6 @@ Status check_input(const PlanValue& v, const ir::Tensor& t) {
                          ir::shape_str(t.shape()), ir::dims_str(type.dims));
   }
   return Status::ok();
-}
-
-ir::Tensor owned_copy(const ir::Tensor& t) {
-  ir::Tensor out(t.dtype(), t.shape());
-  if (t.nbytes() > 0 && t.raw() != nullptr) std::memcpy(out.raw(), t.raw(), t.nbytes());
-  if (t.dtype() == ir::DType::kString) out.strings() = t.strings();
-  return out;
 }
 
 class PlanExecutor final : public Executor {
@@ -345,7 +338,7 @@ Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
   NamedTensors result;
   result.reserve(plan_.outputs.size());
   for (int32_t id : plan_.outputs) {
-    result.emplace_back(plan_.values[id].name, owned_copy(slots_[id].tensor));
+    result.emplace_back(plan_.values[id].name, ir::owned_copy(slots_[id].tensor));
   }
   clear();
   pool_.end_run(true);

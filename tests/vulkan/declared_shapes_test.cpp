@@ -4,7 +4,6 @@
 // two batch sizes; and inputs the declared types do not settle must say so (nullopt), never
 // guess.
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -12,7 +11,9 @@
 #include <gtest/gtest.h>
 
 #include "declared_shapes.h"
+#include "host_values.h"
 #include "ptq/data.h"
+#include "ptq/ir/owned_copy.h"
 #include "ptq/onnx.h"
 #include "vulkan_harness.h"
 
@@ -28,22 +29,11 @@ std::filesystem::path model_path(const std::string& name) {
 // Every real input and node output as the CPU executor produced it.
 class Everything final : public runtime::Observer {
  public:
-  std::vector<std::string> wanted(const ir::Graph& graph) override {
-    std::vector<std::string> names;
-    for (const ir::ValueInfo* v : graph.real_inputs()) names.push_back(v->name);
-    for (const ir::Node& n : graph.nodes) {
-      for (const std::string& o : n.outputs) {
-        if (!o.empty()) names.push_back(o);
-      }
-    }
-    return names;
-  }
+  std::vector<std::string> wanted(const ir::Graph& graph) override { return vulkan::every_value_name(graph); }
   Status observe(const runtime::ObservedTensor& t) override {
     seen[t.name] = {t.dtype, t.shape};
     if (t.host == nullptr || t.dtype == ir::DType::kString) return Status::ok();
-    ir::Tensor copy(t.host->dtype(), t.host->shape());  // the host tensor dies after this call
-    if (copy.nbytes() > 0) std::memcpy(copy.raw(), t.host->raw(), copy.nbytes());
-    values.emplace(t.name, std::move(copy));
+    values.emplace(t.name, ir::owned_copy(*t.host));  // the host tensor dies after this call
     return Status::ok();
   }
   std::map<std::string, std::pair<ir::DType, ir::Shape>> seen;

@@ -6,11 +6,12 @@
 // where an output shape could depend on non-static values. Anything else open is "not
 // settled", and the executor runs the batch on the CPU as before: no shape is ever guessed.
 #include "declared_shapes.h"
+#include "host_values.h"
+#include "ptq/ir/owned_copy.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -19,20 +20,6 @@ namespace ptq::vulkan {
 namespace {
 
 using Bindings = std::map<std::string, int64_t>;
-
-// Outputs of static nodes: plain owned tensors.
-class OwnedAllocator final : public runtime::Allocator {
- public:
-  ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) override { return ir::Tensor(dtype, shape); }
-};
-
-ir::Tensor owned(const ir::Tensor& t) {
-  if (t.owns_data()) return t;  // the copy constructor copies owned storage
-  ir::Tensor out(t.dtype(), t.shape());
-  if (t.nbytes() > 0 && t.raw() != nullptr) std::memcpy(out.raw(), t.raw(), t.nbytes());
-  if (t.dtype() == ir::DType::kString) out.strings() = t.strings();
-  return out;
-}
 
 // Binds the symbols of one declared input to the fed tensor's dims; "" or why not.
 std::string bind_input(const ir::ValueInfo& declared, const ir::Tensor& fed, Bindings& b) {
@@ -120,7 +107,7 @@ struct Folder {
       ins[i] = &held[i];
     }
     std::vector<ir::Tensor> outs(node.outputs.size());
-    OwnedAllocator alloc;
+    HostAllocator alloc;
     runtime::KernelContext kc{node, opset, 1, &graph};
     auto kernel = cpu.create_kernel(kc);
     const Status ran = kernel.has_value() ? (*kernel)->run(ins, outs, alloc) : kernel.status();
@@ -152,12 +139,12 @@ struct Folder {
     runtime::KernelContext kc{node, opset, 1, &graph};
     PTQ_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Kernel> kernel, cpu.create_kernel(kc));
     std::vector<ir::Tensor> outs(node.outputs.size());
-    OwnedAllocator alloc;
+    HostAllocator alloc;
     PTQ_RETURN_IF_ERROR(kernel->run(ins, outs, alloc));
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i].empty() || outs[i].empty()) continue;
       out.facts[node.outputs[i]] = ValueFacts{outs[i].dtype(), outs[i].shape(), true};
-      out.folded.emplace(node.outputs[i], owned(outs[i]));
+      out.folded.emplace(node.outputs[i], ir::owned_copy(outs[i]));
     }
     return true;
   }

@@ -16,7 +16,9 @@
 
 #include "context.h"
 #include "declared_shapes.h"
+#include "host_values.h"
 #include "program.h"
+#include "ptq/ir/owned_copy.h"
 #include "ptq/vulkan.h"
 #include "statistics_vulkan.h"
 
@@ -29,23 +31,11 @@ namespace {
 class ShapeRecorder final : public runtime::Observer {
  public:
   explicit ShapeRecorder(const std::unordered_set<std::string>& statics) : statics_(statics) {}
-  std::vector<std::string> wanted(const ir::Graph& graph) override {
-    std::vector<std::string> names;
-    for (const ir::ValueInfo* v : graph.real_inputs()) names.push_back(v->name);
-    for (const ir::Node& n : graph.nodes) {
-      for (const std::string& o : n.outputs) {
-        if (!o.empty()) names.push_back(o);
-      }
-    }
-    return names;
-  }
+  std::vector<std::string> wanted(const ir::Graph& graph) override { return every_value_name(graph); }
   Status observe(const runtime::ObservedTensor& t) override {
     facts[t.name] = ValueFacts{t.dtype, t.shape, true};
     if (statics_.count(t.name) && t.host != nullptr && !folded.count(t.name)) {
-      ir::Tensor copy(t.host->dtype(), t.host->shape());
-      if (t.host->nbytes() > 0) std::memcpy(copy.raw(), t.host->raw(), t.host->nbytes());
-      copy.strings() = t.host->strings();
-      folded.emplace(t.name, std::move(copy));
+      folded.emplace(t.name, ir::owned_copy(*t.host));
     }
     return Status::ok();
   }
@@ -54,12 +44,6 @@ class ShapeRecorder final : public runtime::Observer {
 
  private:
   const std::unordered_set<std::string>& statics_;
-};
-
-// Outputs of CPU fallback kernels: plain owned tensors.
-class HostAllocator final : public runtime::Allocator {
- public:
-  ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) override { return ir::Tensor(dtype, shape); }
 };
 
 // A batch of images is tens of MB: one thread copying it into staging memory takes longer
@@ -86,13 +70,6 @@ bool timing_wanted() {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-ir::Tensor owned_copy(const ir::Tensor& t) {
-  ir::Tensor out(t.dtype(), t.shape());
-  if (t.nbytes() > 0 && t.raw() != nullptr) std::memcpy(out.raw(), t.raw(), t.nbytes());
-  if (t.dtype() == ir::DType::kString) out.strings() = t.strings();
-  return out;
 }
 
 class VulkanExecutor final : public runtime::Executor {
@@ -332,7 +309,7 @@ Status VulkanExecutor::execute(Program& prog, const runtime::NamedTensors& input
   }
   outputs.clear();
   for (int id : prog.outputs) {
-    outputs.emplace_back(prog.values[static_cast<size_t>(id)].name, owned_copy(host_view(id)));
+    outputs.emplace_back(prog.values[static_cast<size_t>(id)].name, ir::owned_copy(host_view(id)));
   }
   return Status::ok();
 }
