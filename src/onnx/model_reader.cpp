@@ -2,13 +2,13 @@
 // has a field for is converted; what it does not model (subgraphs, sparse tensors, functions)
 // is kept as serialized bytes so the writer can put it back untouched.
 #include <climits>
-#include <fstream>
 #include <unordered_set>
 
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "mapped_file.h"
 #include "proto.h"
 #include "ptq/onnx.h"
 #include "ptq/util/atomic_file.h"
@@ -215,18 +215,21 @@ Status parse_proto(std::string_view bytes, ::onnx::ModelProto& proto) {
   return {};
 }
 
-// One read of the known size: several times faster than streaming a large model through
-// a stringstream.
-Expected<std::string> read_whole_file(const std::filesystem::path& path) {
+// Regular files are mapped (mapped_file.h); anything else (a pipe, a missing path) goes
+// through util::read_file. Read errors name the file already; parse errors do not.
+Status parse_file(const std::filesystem::path& path, ::onnx::ModelProto& proto) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return util::read_file(path);  // its errors
-  const auto size = std::filesystem::file_size(path, ec);
-  std::ifstream in(path, std::ios::binary);
-  if (ec || !in) return invalid_input("cannot read '{}'", path.string());
-  std::string bytes(size, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (static_cast<size_t>(in.gcount()) != size) return invalid_input("error reading '{}'", path.string());
-  return bytes;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    PTQ_ASSIGN_OR_RETURN(std::string bytes, util::read_file(path));
+    return parse_proto(bytes, proto);
+  }
+  PTQ_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  return parse_proto(file.bytes(), proto);
+}
+
+bool names_file(const Status& s, const std::filesystem::path& path) {
+  return s.message().starts_with(fmt::format("'{}'", path.string())) ||
+         s.message().starts_with(fmt::format("cannot read '{}'", path.string()));
 }
 
 Expected<ir::Model> convert(::onnx::ModelProto& proto, const std::filesystem::path& base_dir,
@@ -252,16 +255,13 @@ Expected<ir::Model> parse_model(std::string_view bytes, const std::filesystem::p
 
 Expected<ir::Model> load_model(const std::filesystem::path& path, const LoadOptions& options) {
   ::onnx::ModelProto proto;
-  Status parsed;
-  {
-    // The file's bytes are dropped once parsed: a large model is held twice, not three times.
-    PTQ_ASSIGN_OR_RETURN(std::string bytes, read_whole_file(path));
-    parsed = parse_proto(bytes, proto);
-  }
+  // The file is unmapped once parsed: a large model is held twice, not three times.
+  Status parsed = parse_file(path, proto);
   auto model = parsed.is_ok() ? convert(proto, path.parent_path(), options)
                               : Expected<ir::Model>(std::move(parsed));
   if (!model) {
     const Status& s = model.status();
+    if (names_file(s, path)) return s;
     return Status(s.code(), fmt::format("'{}': {}", path.string(), s.message()));
   }
   return model;

@@ -33,6 +33,8 @@ TEST(Errors, MissingFile) {
   auto m = po::load_model(dir / "nope.onnx");
   ASSERT_FALSE(m);
   expect_error(m.status(), {"nope.onnx", "no such file"});
+  const std::string& msg = m.status().message();
+  EXPECT_EQ(msg.find("nope.onnx"), msg.rfind("nope.onnx")) << "the file is named once: " << msg;
 }
 
 TEST(Errors, NotAProtobuf) {
