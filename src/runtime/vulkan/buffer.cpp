@@ -67,22 +67,53 @@ void Buffer::reset() {
 }
 
 Expected<Buffer> upload_buffer(Context& ctx, const void* data, size_t bytes) {
-  PTQ_ASSIGN_OR_RETURN(Buffer staging, Buffer::create(ctx, bytes, Buffer::Kind::kStaging));
-  if (bytes > 0) std::memcpy(staging.mapped(), data, bytes);
-  PTQ_ASSIGN_OR_RETURN(Buffer device, Buffer::create(ctx, bytes, Buffer::Kind::kDevice));
+  const HostBytes one{data, bytes};
+  PTQ_ASSIGN_OR_RETURN(std::vector<Buffer> device, upload_buffers(ctx, std::span(&one, 1)));
+  return std::move(device[0]);
+}
+
+namespace {
+
+// Records one copy per item from its range of `staging` into its device buffer and waits.
+Status copy_all(Context& ctx, const Buffer& staging, const std::vector<VkDeviceSize>& at,
+                const std::vector<Buffer>& device) {
   PTQ_ASSIGN_OR_RETURN(VkCommandBuffer cmd, ctx.allocate_command_buffer());
   VkCommandBufferBeginInfo bi{};
   bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   Status st = vk_status(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
   if (st.is_ok()) {
-    VkBufferCopy region{0, 0, staging.size()};
-    vkCmdCopyBuffer(cmd, staging.handle(), device.handle(), 1, &region);
+    for (size_t i = 0; i < device.size(); ++i) {
+      const VkBufferCopy region{at[i], 0, device[i].size()};
+      vkCmdCopyBuffer(cmd, staging.handle(), device[i].handle(), 1, &region);
+    }
     st = vk_status(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   }
   if (st.is_ok()) st = ctx.submit_and_wait(cmd);
   ctx.free_command_buffer(cmd);
-  PTQ_RETURN_IF_ERROR(st);
+  return st;
+}
+
+}  // namespace
+
+Expected<std::vector<Buffer>> upload_buffers(Context& ctx, std::span<const HostBytes> items) {
+  std::vector<Buffer> device;
+  std::vector<VkDeviceSize> at;
+  VkDeviceSize total = 0;
+  for (const HostBytes& item : items) {
+    PTQ_ASSIGN_OR_RETURN(Buffer b, Buffer::create(ctx, item.bytes, Buffer::Kind::kDevice));
+    at.push_back(total);
+    total += b.size();  // a multiple of 256: every copy starts aligned
+    device.push_back(std::move(b));
+  }
+  if (items.empty()) return device;
+  PTQ_ASSIGN_OR_RETURN(Buffer staging, Buffer::create(ctx, total, Buffer::Kind::kStaging));
+  for (size_t i = 0; i < items.size(); ++i) {
+    char* dst = static_cast<char*>(staging.mapped()) + at[i];
+    if (items[i].bytes > 0) std::memcpy(dst, items[i].data, items[i].bytes);
+    std::memset(dst + items[i].bytes, 0, device[i].size() - items[i].bytes);
+  }
+  PTQ_RETURN_IF_ERROR(copy_all(ctx, staging, at, device));
   return device;
 }
 

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "context.h"
 #include "ptq/ir.h"
@@ -55,5 +57,14 @@ struct DeviceTensor {
 // Copies host bytes into a new device buffer through a temporary staging buffer (weights and
 // other constants, uploaded once at prepare).
 Expected<Buffer> upload_buffer(Context& ctx, const void* data, size_t bytes);
+
+struct HostBytes {
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// upload_buffer for many arrays at once: one staging buffer, one command buffer, one wait. A
+// model's weights are ~100 arrays; one submission each cost a wait and two allocations apiece.
+Expected<std::vector<Buffer>> upload_buffers(Context& ctx, std::span<const HostBytes> items);
 
 }  // namespace ptq::vulkan

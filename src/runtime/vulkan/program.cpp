@@ -42,7 +42,9 @@ struct Builder {
   void lifetimes();
   Status layout_arena();
   Status allocate_staging();
+  Expected<std::vector<int>> constants_to_upload();
   Status upload_constants();
+  void bind_constants(const std::unordered_map<int, VkBuffer>& folded);
   Status record_step(Recorder& rec, int step);
   Status prepare_pipelines();
   Status record_blocks();
@@ -408,37 +410,64 @@ Status Builder::allocate_staging() {
   return Status::ok();
 }
 
+// The static values GPU steps read, each once, that have no device buffer yet (initializers
+// uploaded by an earlier program of this executor are reused).
+Expected<std::vector<int>> Builder::constants_to_upload() {
+  std::vector<int> ids;
+  std::set<int> seen;
+  for (const Step& st : prog.steps) {
+    if (st.kind != StepKind::kGpu) continue;
+    for (size_t i = 0; i < st.inputs.size(); ++i) {
+      const int id = st.inputs[i];
+      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || !seen.insert(id).second) continue;
+      const Value& v = val(id);
+      if (v.constant->dtype() == ir::DType::kString) return unsupported("string constant '{}' on Vulkan", v.name);
+      const bool initializer = graph.initializer(v.name) != nullptr;
+      if (!initializer || !env.uploaded.count(v.name)) ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
 Status Builder::upload_constants() {
+  PTQ_ASSIGN_OR_RETURN(std::vector<int> ids, constants_to_upload());
+  std::vector<HostBytes> host;
+  for (int id : ids) host.push_back({val(id).constant->raw(), val(id).constant->nbytes()});
+  PTQ_ASSIGN_OR_RETURN(std::vector<Buffer> buffers, upload_buffers(env.ctx, host));
+  std::unordered_map<int, VkBuffer> folded;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Value& v = val(ids[i]);
+    const int64_t bytes = static_cast<int64_t>(buffers[i].size());
+    if (graph.initializer(v.name) != nullptr) {
+      env.uploaded_bytes += bytes;
+      env.uploaded.emplace(v.name, std::move(buffers[i]));
+    } else {
+      prog.weight_bytes += bytes;
+      folded.emplace(ids[i], buffers[i].handle());
+      prog.constant_buffers.push_back(std::move(buffers[i]));
+    }
+  }
+  bind_constants(folded);
+  return Status::ok();
+}
+
+// Every static value a GPU step reads, as a DeviceTensor over its uploaded buffer (`folded`:
+// those that are not initializers).
+void Builder::bind_constants(const std::unordered_map<int, VkBuffer>& folded) {
   for (const Step& st : prog.steps) {
     if (st.kind != StepKind::kGpu) continue;
     for (size_t i = 0; i < st.inputs.size(); ++i) {
       const int id = st.inputs[i];
       if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || prog.constant_tensors.count(id)) continue;
       const Value& v = val(id);
-      const ir::Tensor& t = *v.constant;
-      if (t.dtype() == ir::DType::kString) return unsupported("string constant '{}' on Vulkan", v.name);
       DeviceTensor d;
       d.dtype = v.dtype;
       d.shape = v.shape;
-      d.bytes = binding_bytes(t.nbytes());
-      if (graph.initializer(v.name) != nullptr) {
-        auto it = env.uploaded.find(v.name);
-        if (it == env.uploaded.end()) {
-          PTQ_ASSIGN_OR_RETURN(Buffer b, upload_buffer(env.ctx, t.raw(), t.nbytes()));
-          env.uploaded_bytes += static_cast<int64_t>(b.size());
-          it = env.uploaded.emplace(v.name, std::move(b)).first;
-        }
-        d.buffer = it->second.handle();
-      } else {
-        PTQ_ASSIGN_OR_RETURN(Buffer b, upload_buffer(env.ctx, t.raw(), t.nbytes()));
-        prog.weight_bytes += static_cast<int64_t>(b.size());
-        d.buffer = b.handle();
-        prog.constant_buffers.push_back(std::move(b));
-      }
+      d.bytes = binding_bytes(v.constant->nbytes());
+      d.buffer = graph.initializer(v.name) != nullptr ? env.uploaded.at(v.name).handle() : folded.at(id);
       prog.constant_tensors.emplace(id, std::move(d));
     }
   }
-  return Status::ok();
 }
 
 Status Builder::record_step(Recorder& rec, int s) {
