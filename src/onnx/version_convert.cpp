@@ -20,6 +20,7 @@
 
 #include "onnx/version_converter/convert.h"
 #include "proto.h"
+#include "ptq/ir/builders.h"
 #include "ptq/onnx.h"
 
 namespace ptq::onnx {
@@ -50,24 +51,6 @@ std::string fresh_name(std::set<std::string>& taken, const std::string& base) {
   return name;
 }
 
-ir::Attribute int_attr(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::AttrType::kInt;
-  a.i = v;
-  return a;
-}
-
-ir::Node make_node(std::string op, std::string name, std::vector<std::string> inputs,
-                   std::vector<std::string> outputs) {
-  ir::Node n;
-  n.op_type = std::move(op);
-  n.name = std::move(name);
-  n.inputs = std::move(inputs);
-  n.outputs = std::move(outputs);
-  return n;
-}
-
 // x -> Flatten(axis) -> op(axis=1) -> Reshape(., Shape(x)) -> y, replacing nodes[i]. The
 // flattened values get rank-2 value_info so the converter sees the last axis.
 void spell_out(ir::Graph& g, size_t i, int64_t axis, std::set<std::string>& taken) {
@@ -79,13 +62,13 @@ void spell_out(ir::Graph& g, size_t i, int64_t axis, std::set<std::string>& take
   const std::string flat_out = fresh_name(taken, base + "_flat_out");
   const std::string shape = fresh_name(taken, base + "_in_shape");
 
-  ir::Node flatten = make_node("Flatten", fresh_name(taken, base + "_Flatten"), {x}, {flat});
-  flatten.set_attr(int_attr("axis", axis));
-  ir::Node shape_of = make_node("Shape", fresh_name(taken, base + "_Shape"), {x}, {shape});
+  ir::Node flatten = ir::make_node("Flatten", fresh_name(taken, base + "_Flatten"), {x}, {flat});
+  flatten.set_attr(ir::int_attr("axis", axis));
+  ir::Node shape_of = ir::make_node("Shape", fresh_name(taken, base + "_Shape"), {x}, {shape});
   op.inputs[0] = flat;
   op.outputs[0] = flat_out;
-  op.set_attr(int_attr("axis", 1));
-  ir::Node reshape = make_node("Reshape", fresh_name(taken, base + "_Reshape"), {flat_out, shape}, {y});
+  op.set_attr(ir::int_attr("axis", 1));
+  ir::Node reshape = ir::make_node("Reshape", fresh_name(taken, base + "_Reshape"), {flat_out, shape}, {y});
 
   g.nodes[i] = std::move(op);
   g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(reshape));

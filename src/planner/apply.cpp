@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "ptq/ir/builders.h"
 #include "rewrite.h"
 
 namespace ptq::planner {
@@ -18,22 +19,11 @@ struct ActScale {
   std::string zp_name;
 };
 
-ir::Attribute int_attr(std::string name, int64_t v) {
-  ir::Attribute a;
-  a.name = std::move(name);
-  a.type = ir::AttrType::kInt;
-  a.i = v;
-  return a;
-}
-
-ir::Node make_node(std::string op, std::string name, std::vector<std::string> inputs,
-                   std::string output, int64_t axis) {
-  ir::Node n;
-  n.op_type = std::move(op);
-  n.name = std::move(name);
-  n.inputs = std::move(inputs);
-  n.outputs = {std::move(output)};
-  if (axis >= 0) n.attributes.push_back(int_attr("axis", axis));
+// A Quantize/DequantizeLinear node; `axis` < 0: per-tensor (no axis attribute).
+ir::Node qdq_node(std::string op, std::string name, std::vector<std::string> inputs,
+                  std::string output, int64_t axis) {
+  ir::Node n = ir::make_node(std::move(op), std::move(name), std::move(inputs), {std::move(output)});
+  if (axis >= 0) n.attributes.push_back(ir::int_attr("axis", axis));
   return n;
 }
 
@@ -131,9 +121,9 @@ class Rewriter {
     const std::string q_out = names_.fresh(tensor + "_QuantizeLinear_Output");
     const std::string dq_out = names_.fresh(tensor + "_DequantizeLinear_Output");
     std::vector<ir::Node>& chain = chains_[dq_out];
-    chain.push_back(make_node("QuantizeLinear", names_.fresh(tensor + "_QuantizeLinear"),
+    chain.push_back(qdq_node("QuantizeLinear", names_.fresh(tensor + "_QuantizeLinear"),
                               {tensor, s.scale_name, s.zp_name}, q_out, -1));
-    chain.push_back(make_node("DequantizeLinear", names_.fresh(tensor + "_DequantizeLinear"),
+    chain.push_back(qdq_node("DequantizeLinear", names_.fresh(tensor + "_DequantizeLinear"),
                               {q_out, s.scale_name, s.zp_name}, dq_out, -1));
     result_.quantize_nodes += 1;
     result_.dequantize_nodes += 1;
@@ -202,7 +192,7 @@ class Rewriter {
     std::string dq_in;
     if (plan_.options.weights_float) {
       dq_in = names_.fresh(name + "_QuantizeLinear_Output");
-      chain.push_back(make_node("QuantizeLinear", names_.fresh(name + "_QuantizeLinear"),
+      chain.push_back(qdq_node("QuantizeLinear", names_.fresh(name + "_QuantizeLinear"),
                                 {name, scale_name, zp_name}, dq_in, axis));
       result_.quantize_nodes += 1;
     } else {
@@ -210,7 +200,7 @@ class Rewriter {
       g_.set_initializer(dq_in, std::move(q));
       replaced_.insert(name);
     }
-    chain.push_back(make_node("DequantizeLinear", names_.fresh(name + "_DequantizeLinear"),
+    chain.push_back(qdq_node("DequantizeLinear", names_.fresh(name + "_DequantizeLinear"),
                               {dq_in, scale_name, zp_name}, dq_out, axis));
     result_.dequantize_nodes += 1;
     result_.quantized_weights += 1;
@@ -232,7 +222,7 @@ class Rewriter {
     g_.set_initializer(q_name, std::move(q));
     g_.set_initializer(scale_name, ir::make_tensor<float>({n}, bias_scales));
     g_.set_initializer(zp_name, zeros(ir::DType::kInt32, {n}));
-    chains_[dq_out].push_back(make_node("DequantizeLinear",
+    chains_[dq_out].push_back(qdq_node("DequantizeLinear",
                                         names_.fresh(name + "_quantized_DequantizeLinear"),
                                         {q_name, scale_name, zp_name}, dq_out, 0));
     result_.dequantize_nodes += 1;

@@ -1,18 +1,13 @@
 #include <gtest/gtest.h>
 
 #include "ptq/ir.h"
+#include "ptq/ir/builders.h"
 
 using namespace ptq::ir;
 
 namespace {
-Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
-               std::string name = "") {
-  Node n;
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.name = std::move(name);
-  return n;
+Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out, std::string name = "") {
+  return make_node(std::move(op), std::move(name), std::move(in), std::move(out));
 }
 }  // namespace
 
@@ -21,9 +16,9 @@ Node make_node(std::string op, std::vector<std::string> in, std::vector<std::str
 TEST(Graph, TopologicalOrderSortsUnorderedNodes) {
   Graph g;
   g.inputs.push_back({"x", {}, {}});
-  g.nodes.push_back(make_node("Add", {"b", "a"}, {"y"}, "C"));
-  g.nodes.push_back(make_node("Relu", {"a"}, {"b"}, "B"));
-  g.nodes.push_back(make_node("Relu", {"x"}, {"a"}, "A"));
+  g.nodes.push_back(node("Add", {"b", "a"}, {"y"}, "C"));
+  g.nodes.push_back(node("Relu", {"a"}, {"b"}, "B"));
+  g.nodes.push_back(node("Relu", {"x"}, {"a"}, "A"));
   auto order = topological_order(g);
   ASSERT_TRUE(order.has_value()) << order.status().message();
   EXPECT_EQ(*order, (std::vector<size_t>{2, 1, 0}));
@@ -32,9 +27,9 @@ TEST(Graph, TopologicalOrderSortsUnorderedNodes) {
 TEST(Graph, TopologicalOrderKeepsFileOrderWhenSorted) {
   Graph g;
   g.inputs.push_back({"x", {}, {}});
-  g.nodes.push_back(make_node("Relu", {"x"}, {"a"}));
-  g.nodes.push_back(make_node("Relu", {"x"}, {"b"}));
-  g.nodes.push_back(make_node("Add", {"a", "b"}, {"c"}));
+  g.nodes.push_back(node("Relu", {"x"}, {"a"}));
+  g.nodes.push_back(node("Relu", {"x"}, {"b"}));
+  g.nodes.push_back(node("Add", {"a", "b"}, {"c"}));
   auto order = topological_order(g);
   ASSERT_TRUE(order.has_value());
   EXPECT_EQ(*order, (std::vector<size_t>{0, 1, 2}));
@@ -42,8 +37,8 @@ TEST(Graph, TopologicalOrderKeepsFileOrderWhenSorted) {
 
 TEST(Graph, CycleIsNamed) {
   Graph g;
-  g.nodes.push_back(make_node("Relu", {"b"}, {"a"}, "first"));
-  g.nodes.push_back(make_node("Relu", {"a"}, {"b"}, "second"));
+  g.nodes.push_back(node("Relu", {"b"}, {"a"}, "first"));
+  g.nodes.push_back(node("Relu", {"a"}, {"b"}, "second"));
   auto order = topological_order(g);
   ASSERT_FALSE(order.has_value());
   EXPECT_NE(order.status().message().find("cycle"), std::string::npos);
@@ -52,15 +47,15 @@ TEST(Graph, CycleIsNamed) {
 
 TEST(Graph, MissingProducerAndDoubleProducerAreNamed) {
   Graph g;
-  g.nodes.push_back(make_node("Relu", {"nowhere"}, {"a"}, "r"));
+  g.nodes.push_back(node("Relu", {"nowhere"}, {"a"}, "r"));
   auto order = topological_order(g);
   ASSERT_FALSE(order.has_value());
   EXPECT_NE(order.status().message().find("'nowhere'"), std::string::npos);
 
   Graph h;
   h.inputs.push_back({"x", {}, {}});
-  h.nodes.push_back(make_node("Relu", {"x"}, {"a"}, "one"));
-  h.nodes.push_back(make_node("Relu", {"x"}, {"a"}, "two"));
+  h.nodes.push_back(node("Relu", {"x"}, {"a"}, "one"));
+  h.nodes.push_back(node("Relu", {"x"}, {"a"}, "two"));
   order = topological_order(h);
   ASSERT_FALSE(order.has_value());
   EXPECT_NE(order.status().message().find("two producers"), std::string::npos);
@@ -69,15 +64,11 @@ TEST(Graph, MissingProducerAndDoubleProducerAreNamed) {
 TEST(Graph, IndexAndAttributes) {
   Graph g;
   g.inputs.push_back({"x", {DType::kFloat32, std::vector<Dim>{Dim::symbol("N"), Dim::of(3)}, {}}, {}});
-  Node conv = make_node("Conv", {"x", "w"}, {"y"}, "conv");
-  Attribute a;
-  a.name = "strides";
-  a.type = AttrType::kInts;
-  a.ints = {2, 2};
-  conv.set_attr(a);
+  Node conv = node("Conv", {"x", "w"}, {"y"}, "conv");
+  conv.set_attr(ints_attr("strides", {2, 2}));
   g.nodes.push_back(conv);
-  g.nodes.push_back(make_node("Relu", {"y"}, {"z"}));
-  g.nodes.push_back(make_node("Sigmoid", {"y"}, {"s"}));
+  g.nodes.push_back(node("Relu", {"y"}, {"z"}));
+  g.nodes.push_back(node("Sigmoid", {"y"}, {"s"}));
   g.set_initializer("w", Tensor(DType::kFloat32, {4, 3, 1, 1}));
   GraphIndex idx(g);
   EXPECT_EQ(idx.producer("y"), 0);

@@ -11,6 +11,7 @@
 
 #include "ptq/calib_cache.h"
 #include "ptq/ir.h"
+#include "ptq/ir/builders.h"
 #include "ptq/planner.h"
 
 namespace ptq::planner::testing {
@@ -89,19 +90,9 @@ class Builder {
                                              name + ".var"}, {y});
   }
 
-  static void set_int(ir::Node& n, const std::string& key, int64_t v) {
-    ir::Attribute a;
-    a.name = key;
-    a.type = ir::AttrType::kInt;
-    a.i = v;
-    n.set_attr(a);
-  }
+  static void set_int(ir::Node& n, const std::string& key, int64_t v) { n.set_attr(ir::int_attr(key, v)); }
   static void set_ints(ir::Node& n, const std::string& key, std::vector<int64_t> v) {
-    ir::Attribute a;
-    a.name = key;
-    a.type = ir::AttrType::kInts;
-    a.ints = std::move(v);
-    n.set_attr(a);
+    n.set_attr(ir::ints_attr(key, std::move(v)));
   }
 
   // A range for every float value that is not a constant: amax in [0.5, 4], min/max around it.

@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "ptq/ir/builders.h"
 #include "ptq/onnx.h"
 #include "ptq/runtime.h"
 
@@ -24,22 +25,11 @@ ir::ValueInfo value(const std::string& name, ir::DType dtype, std::optional<std:
   return {name, ir::TypeInfo{dtype, std::move(dims), {}}, {}};
 }
 
-ir::Attribute int_attr(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::AttrType::kInt;
-  a.i = v;
-  return a;
-}
+using ir::int_attr;
 
 ir::Node node(const std::string& op, const std::string& name, std::vector<std::string> in,
               std::vector<std::string> out) {
-  ir::Node n;
-  n.op_type = op;
-  n.name = name;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
+  return ir::make_node(op, name, std::move(in), std::move(out));
 }
 
 ir::Model opset11_model() {

@@ -14,39 +14,17 @@
 #include <gtest/gtest.h>
 
 #include "ptq/ir.h"
+#include "ptq/ir/builders.h"
 #include "ptq/runtime.h"
 #include "ptq/vulkan.h"
 
 namespace ptq::vulkan::testing {
 
-inline ir::Attribute attr_int(std::string name, int64_t v) {
-  ir::Attribute a;
-  a.name = std::move(name);
-  a.type = ir::AttrType::kInt;
-  a.i = v;
-  return a;
-}
-inline ir::Attribute attr_float(std::string name, float v) {
-  ir::Attribute a;
-  a.name = std::move(name);
-  a.type = ir::AttrType::kFloat;
-  a.f = v;
-  return a;
-}
-inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = std::move(name);
-  a.type = ir::AttrType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-inline ir::Attribute attr_string(std::string name, std::string v) {
-  ir::Attribute a;
-  a.name = std::move(name);
-  a.type = ir::AttrType::kString;
-  a.s = std::move(v);
-  return a;
-}
+// The kernel tests' names for ir/builders.h's attribute constructors.
+inline ir::Attribute attr_int(std::string name, int64_t v) { return ir::int_attr(std::move(name), v); }
+inline ir::Attribute attr_float(std::string name, float v) { return ir::float_attr(std::move(name), v); }
+inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) { return ir::ints_attr(std::move(name), std::move(v)); }
+inline ir::Attribute attr_string(std::string name, std::string v) { return ir::string_attr(std::move(name), std::move(v)); }
 
 inline ir::Tensor random_tensor(std::mt19937& rng, ir::Shape shape, float lo = -1.0f, float hi = 1.0f) {
   ir::Tensor t(ir::DType::kFloat32, std::move(shape));
