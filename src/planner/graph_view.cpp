@@ -1,5 +1,7 @@
 #include "graph_view.h"
 
+#include "ptq/ir/constant_attr.h"
+
 #include <algorithm>
 #include <set>
 
@@ -10,22 +12,6 @@ namespace {
 bool op_in(const ir::Node& node, std::initializer_list<std::string_view> ops) {
   if (!node.in_default_domain()) return false;
   return std::find(ops.begin(), ops.end(), node.op_type) != ops.end();
-}
-
-// A Constant node's value as a tensor (value, value_float(s), value_int(s)).
-std::optional<ir::Tensor> constant_value(const ir::Node& node) {
-  for (const ir::Attribute& a : node.attributes) {
-    if (a.name == "value" && a.type == ir::AttrType::kTensor) return std::nullopt;  // borrowed
-    if (a.name == "value_float") return ir::make_tensor<float>({}, {a.f});
-    if (a.name == "value_floats") {
-      return ir::make_tensor<float>({static_cast<int64_t>(a.floats.size())}, a.floats);
-    }
-    if (a.name == "value_int") return ir::make_tensor<int64_t>({}, {a.i});
-    if (a.name == "value_ints") {
-      return ir::make_tensor<int64_t>({static_cast<int64_t>(a.ints.size())}, a.ints);
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -40,7 +26,7 @@ GraphView::GraphView(const ir::Graph& graph,
     const ir::Attribute* value = node.attr("value");
     if (value && value->type == ir::AttrType::kTensor) {
       constants_[node.outputs[0]] = &value->t;
-    } else if (auto t = constant_value(node)) {
+    } else if (auto t = ir::constant_attr_value(node)) {
       owned_.push_back(std::move(*t));
       constants_[node.outputs[0]] = &owned_.back();
     } else {

@@ -1,5 +1,7 @@
 #include "qdq_view.h"
 
+#include "ptq/ir/constant_attr.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,21 +14,6 @@ namespace {
 bool op_in(const ir::Node& node, std::initializer_list<std::string_view> ops) {
   if (!node.in_default_domain()) return false;
   return std::find(ops.begin(), ops.end(), node.op_type) != ops.end();
-}
-
-// A Constant node's value_float(s) / value_int(s) as a tensor; nullopt for other forms.
-std::optional<ir::Tensor> scalar_constant(const ir::Node& node) {
-  for (const ir::Attribute& a : node.attributes) {
-    if (a.name == "value_float") return ir::make_tensor<float>({}, {a.f});
-    if (a.name == "value_floats") {
-      return ir::make_tensor<float>({static_cast<int64_t>(a.floats.size())}, a.floats);
-    }
-    if (a.name == "value_int") return ir::make_tensor<int64_t>({}, {a.i});
-    if (a.name == "value_ints") {
-      return ir::make_tensor<int64_t>({static_cast<int64_t>(a.ints.size())}, a.ints);
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -81,7 +68,7 @@ QdqView::QdqView(const ir::Model& model) : model_(model), index_(model.graph) {
     const ir::Attribute* value = node.attr("value");
     if (value && value->type == ir::AttrType::kTensor) {
       constants_[node.outputs[0]] = &value->t;
-    } else if (auto t = scalar_constant(node)) {
+    } else if (auto t = ir::constant_attr_value(node)) {
       owned_.push_back(std::move(*t));
       constants_[node.outputs[0]] = &owned_.back();
     }

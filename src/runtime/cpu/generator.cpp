@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "elementwise_util.h"
+#include "ptq/ir/constant_attr.h"
 #include "registry.h"
 
 namespace ptq::runtime::cpu {
@@ -13,24 +14,7 @@ Expected<ir::Tensor> constant_value(const ir::Node& node) {
   if (const ir::Attribute* a = node.attr("value"); a != nullptr && a->type == ir::AttrType::kTensor) {
     return a->t;
   }
-  if (const ir::Attribute* a = node.attr("value_float")) return ir::make_tensor<float>({}, {a->f});
-  if (const ir::Attribute* a = node.attr("value_int")) return ir::make_tensor<int64_t>({}, {a->i});
-  if (const ir::Attribute* a = node.attr("value_floats")) {
-    return ir::make_tensor<float>({static_cast<int64_t>(a->floats.size())}, std::span<const float>(a->floats));
-  }
-  if (const ir::Attribute* a = node.attr("value_ints")) {
-    return ir::make_tensor<int64_t>({static_cast<int64_t>(a->ints.size())}, std::span<const int64_t>(a->ints));
-  }
-  if (const ir::Attribute* a = node.attr("value_string")) {
-    ir::Tensor t(ir::DType::kString, {});
-    t.strings()[0] = a->s;
-    return t;
-  }
-  if (const ir::Attribute* a = node.attr("value_strings")) {
-    ir::Tensor t(ir::DType::kString, {static_cast<int64_t>(a->strings.size())});
-    t.strings() = a->strings;
-    return t;
-  }
+  if (std::optional<ir::Tensor> t = ir::constant_attr_value(node)) return std::move(*t);
   if (node.has_attr("sparse_value")) return node_error(node, "sparse_value is not supported");
   return node_error(node, "has no value attribute");
 }
