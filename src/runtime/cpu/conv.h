@@ -47,4 +47,9 @@ inline bool conv_fast_handles(const ConvParams& p) { return p.in.size() == 1 || 
 bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
                const float* b, float* y, const ConvEpilogue& epilogue, int threads);
 
+// Depthwise 2-D 3x3 conv, stride 1 or 2 (both dims alike), dilation 1, any pads, read in place
+// (depthwise3x3.cpp; AVX-512 only). Returns false when it does not handle the shape.
+bool depthwise3x3(const ConvParams& p, const float* x, const float* w, const float* b, float* y,
+                  const ConvEpilogue& epilogue, int threads);
+
 }  // namespace ptq::runtime::cpu

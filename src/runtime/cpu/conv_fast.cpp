@@ -489,7 +489,7 @@ bool conv_fast(const ConvParams& p, const float* x, const float* w, const float*
   if (!conv_fast_handles(p)) return false;
   const Geo g = to_geo(p);
   if (g.C / g.G == 1) {
-    depthwise(g, x, w, b, y, e, threads);
+    if (!depthwise3x3(p, x, w, b, y, e, threads)) depthwise(g, x, w, b, y, e, threads);
   } else {
     gemm_conv(g, x, packed_w != nullptr ? packed_w : pack_weights_now(g, w), b, y, e, threads);
   }
