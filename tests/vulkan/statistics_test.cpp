@@ -175,5 +175,31 @@ TEST(VulkanStatistics, AllZerosAndReluZeros) {
   EXPECT_EQ(probe.mm.max, want.max);
 }
 
+// From the second batch on, the executor computes the ranges asked for last time in one
+// submission per block (HistogramRunner::prefetch) instead of one per request. The counts
+// must equal the host's batch after batch, when a range changes (served on demand) and when
+// the batch shape changes (a new program: prefetched by value name).
+TEST(VulkanStatistics, PrefetchedHistogramsEqualOnDemand) {
+  std::mt19937 rng(25);
+  const ir::Model model = unary_model("Neg");
+  auto gpu = make_vulkan_executor(model, strict_options());
+  ASSERT_TRUE(gpu.has_value()) << gpu.status().message();
+  StatsProbe steady("y0", {1.5, 3.0});
+  StatsProbe changed("y0", {1.5, 2.0});
+  const std::vector<std::pair<int64_t, StatsProbe*>> batches = {
+      {4, &steady}, {4, &steady}, {4, &changed}, {3, &steady}, {4, &steady}};
+  for (size_t b = 0; b < batches.size(); ++b) {
+    ir::Tensor x = random_tensor(rng, {batches[b].first, 1000}, -3, 3);
+    runtime::Observer* obs[] = {batches[b].second};
+    ASSERT_TRUE((*gpu)->run({{"x", x.view()}}, obs).has_value()) << "batch " << b;
+    ir::Tensor y(ir::DType::kFloat32, x.shape());
+    for (int64_t i = 0; i < x.size(); ++i) y.data<float>()[i] = -x.data<float>()[i];
+    const StatsProbe& p = *batches[b].second;
+    ASSERT_EQ(p.hists.size(), 2u);
+    EXPECT_EQ(p.hists[0], reference_histogram(y, 1.5)) << "batch " << b;
+    EXPECT_EQ(p.hists[1], reference_histogram(y, &p == &changed ? 2.0 : 3.0)) << "batch " << b;
+  }
+}
+
 }  // namespace
 }  // namespace ptq::vulkan::testing

@@ -72,6 +72,16 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The observed values of `blk` whose statistics the GPU computes (float32 on the device).
+std::vector<std::pair<std::string, DeviceTensor>> device_statistics(const Program& prog, const Block& blk) {
+  std::vector<std::pair<std::string, DeviceTensor>> tensors;
+  for (int id : blk.observed) {
+    const Value& v = prog.values[static_cast<size_t>(id)];
+    if (v.stats_slot >= 0) tensors.emplace_back(v.name, prog.device_tensor(id));
+  }
+  return tensors;
+}
+
 class VulkanExecutor final : public runtime::Executor {
  public:
   VulkanExecutor(const ir::Model& model, VulkanOptions options, std::unique_ptr<Context> ctx,
@@ -262,10 +272,11 @@ Status VulkanExecutor::execute(Program& prog, const runtime::NamedTensors& input
     PTQ_RETURN_IF_ERROR(ctx_->submit_and_wait(blk.cmd));
     if (prog.timer) prog.timer->collect(static_cast<int>(b), blk.first_step, blk.end_step);
     const auto* slots = static_cast<const uint32_t*>(prog.stats_staging.mapped());
+    PTQ_RETURN_IF_ERROR(histograms_.prefetch(device_statistics(prog, blk)));
     for (int id : blk.observed) {
       const Value& v = prog.values[static_cast<size_t>(id)];
       if (v.stats_slot >= 0) {
-        VulkanTensorStatistics stats(histograms_, prog.device_tensor(id),
+        VulkanTensorStatistics stats(histograms_, v.name, prog.device_tensor(id),
                                      decode_minmax(slots + static_cast<size_t>(v.stats_slot) * 8), stats_error_);
         PTQ_RETURN_IF_ERROR(show(prog, id, stats, nullptr, observers));
       } else {
