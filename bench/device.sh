@@ -5,8 +5,10 @@
 #      (TF32 off) on the same GPU, and entropy calibration on Vulkan vs the CPU executor;
 #   2. bench/calibration/run_device.sh: `ptq calibrate --method entropy` on ResNet-18 (exported
 #      there by scripts/export_models.py) with --backend cpu and vulkan, 256 and 2,048 samples,
-#      against ONNX Runtime's quantize_static with 256 samples, with peak RSS.
-# Logs go to OUT (default /tmp/ptq-device). Usage: bench/device.sh [gpu] [calib]
+#      against ONNX Runtime's quantize_static with 256 samples, with peak RSS;
+#   3. splitk: ResNet-18 batch 32 forward with PTQ_VULKAN_SPLIT_K = 1 (off), 2, 3, 4 and the
+#      per-step GPU times (PTQ_VULKAN_TIMING), to decide where split-K pays.
+# Logs go to OUT (default /tmp/ptq-device). Usage: bench/device.sh [gpu] [calib] [splitk]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${DIST:-$root/.dist}"
@@ -28,6 +30,14 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [[ " $steps " == *" gpu "* ]]; then
   PTQ_BENCH_BIN="$dist/ptq_vulkan_bench" bash "$root/bench/gpu/run_device.sh" --cpu --out "$out" 2>&1 \
     | tee "$out/gpu.log"
+fi
+if [[ " $steps " == *" splitk "* ]]; then
+  for s in 1 2 3 4; do
+    echo "PTQ_VULKAN_SPLIT_K=$s"
+    PTQ_VULKAN_SPLIT_K=$s "$dist/ptq_vulkan_bench" resnet18 32
+    PTQ_VULKAN_SPLIT_K=$s PTQ_VULKAN_TIMING=1 "$dist/ptq_vulkan_bench" resnet18 32 2>&1 >/dev/null \
+      | grep -E 'Conv|conv' | head -40
+  done 2>&1 | tee "$out/splitk.log"
 fi
 if [[ " $steps " == *" calib "* ]]; then
   models=/tmp/ptq-models

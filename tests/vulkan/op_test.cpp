@@ -201,6 +201,73 @@ TEST(VulkanOps, Conv) {
   check_cases(cases);
 }
 
+// Split-K (VulkanOptions::conv_split_k): each K slice's partial sums, then their sum with bias
+// and activation. K = 576 (2 slices), 1152 (3), 603 (2 slices of 304 and 299: K not a
+// multiple of the tile step), grouped, odd output planes (scalar stores), no bias.
+TEST(VulkanOps, ConvSplitK) {
+  std::vector<Case> cases;
+  std::mt19937 rng(16);
+  struct C {
+    int64_t n, ic, hw, oc, stride, group;
+    bool bias;
+  };
+  for (const C& c : std::vector<C>{{2, 64, 10, 40, 1, 1, true},
+                                   {1, 128, 8, 130, 1, 1, true},
+                                   {2, 67, 9, 24, 2, 1, false},
+                                   {1, 128, 7, 64, 1, 2, true}}) {
+    OneNode spec;
+    spec.op = "Conv";
+    spec.attrs = {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {c.stride, c.stride}),
+                  attr_ints("pads", {1, 1, 1, 1}), attr_int("group", c.group)};
+    spec.feeds = {{"x", random_tensor(rng, {c.n, c.ic, c.hw, c.hw})}};
+    spec.constants = {{"w", random_tensor(rng, {c.oc, c.ic / c.group, 3, 3})}};
+    spec.inputs = {"x", "w"};
+    if (c.bias) {
+      spec.constants.emplace_back("b", random_tensor(rng, {c.oc}));
+      spec.inputs.push_back("b");
+    }
+    cases.push_back({spec, kSum, fmt::format("split-K Conv ic{} oc{} s{} g{}", c.ic, c.oc, c.stride, c.group)});
+  }
+  VulkanOptions options = strict_options();
+  options.conv_split_k = 3;
+  check_cases(cases, options);
+}
+
+// A Relu folded into a split-K convolution is applied after the slices are summed.
+TEST(VulkanOps, ConvSplitKWithRelu) {
+  std::mt19937 rng(17);
+  ir::Model model;
+  model.set_opset("", 17);
+  ir::Node conv = ir::make_node("Conv", "conv", {"x", "w", "b"}, {"c"});
+  conv.attributes = {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})};
+  model.graph.nodes = {conv, ir::make_node("Relu", "relu", {"c"}, {"y"})};
+  ir::ValueInfo x;
+  x.name = "x";
+  x.type.dtype = ir::DType::kFloat32;
+  model.graph.inputs = {x};
+  ir::ValueInfo y;
+  y.name = "y";
+  model.graph.outputs = {y};
+  model.graph.set_initializer("w", random_tensor(rng, {32, 96, 3, 3}));
+  model.graph.set_initializer("b", random_tensor(rng, {32}));
+  const ir::Tensor in = random_tensor(rng, {2, 96, 6, 6});
+  auto cpu_backend = runtime::make_cpu_backend();
+  auto cpu = runtime::Executor::create(model, *cpu_backend);
+  ASSERT_TRUE(cpu.has_value()) << cpu.status().message();
+  auto want = (*cpu)->run({{"x", in.view()}});
+  ASSERT_TRUE(want.has_value()) << want.status().message();
+  VulkanOptions options = strict_options();
+  options.conv_split_k = 2;
+  auto gpu = make_vulkan_executor(model, options);
+  ASSERT_TRUE(gpu.has_value()) << gpu.status().message();
+  auto got = (*gpu)->run({{"x", in.view()}});
+  ASSERT_TRUE(got.has_value()) << got.status().message();
+  expect_close((*got)[0].second, (*want)[0].second, kSum, "split-K Conv + Relu");
+  int64_t zeros = 0;
+  for (float v : (*got)[0].second.span<const float>()) zeros += v == 0.0f ? 1 : 0;
+  EXPECT_GT(zeros, 0) << "the Relu was not applied";
+}
+
 TEST(VulkanOps, ConvTranspose) {
   std::vector<Case> cases;
   std::mt19937 rng(7);

@@ -133,7 +133,7 @@ struct Case {
 // Runs the cases on the CPU (reference kernels) and on Vulkan (strict: every node on the GPU)
 // and compares each output. Cases of one opset share one model (each node with its own inputs
 // and outputs), so one executor and one set of pipelines serve them all.
-inline void check_cases(const std::vector<Case>& cases) {
+inline void check_cases(const std::vector<Case>& cases, const VulkanOptions& options = strict_options()) {
   std::map<int64_t, std::vector<size_t>> by_opset;
   for (size_t k = 0; k < cases.size(); ++k) by_opset[cases[k].spec.opset].push_back(k);
   for (const auto& [opset, ks] : by_opset) {
@@ -172,7 +172,7 @@ inline void check_cases(const std::vector<Case>& cases) {
     ASSERT_TRUE(cpu.has_value()) << cpu.status().message();
     auto want = (*cpu)->run(feeds);
     ASSERT_TRUE(want.has_value()) << want.status().message();
-    auto gpu = make_vulkan_executor(model, strict_options());
+    auto gpu = make_vulkan_executor(model, options);
     ASSERT_TRUE(gpu.has_value()) << gpu.status().message();
     auto got = (*gpu)->run(feeds);
     ASSERT_TRUE(got.has_value()) << got.status().message();

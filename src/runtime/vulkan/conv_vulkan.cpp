@@ -1,6 +1,7 @@
 // Conv and ConvTranspose on Vulkan. Conv picks one of three kernels at build time:
 //   1x1, stride 1, no padding, one group -> the plain GEMM (weights x each image's [IC, HW]);
-//   enough work per group                 -> implicit GEMM (gemm.comp with CONV);
+//   enough work per group                 -> implicit GEMM (gemm.comp with CONV), optionally
+//                                            split along K (SPLIT_K + conv_splitk_reduce);
 //   few channels per group (depthwise)    -> direct convolution (conv_direct.comp).
 #include <algorithm>
 #include <array>
@@ -115,6 +116,36 @@ struct ConvGemmPush {
   uint32_t flags;  // kVecA: weight rows (K) vec4-aligned; kVecC: output planes (P) too
 };
 
+// gemm.comp's SPLIT_K push constants: the CONV ones, then the slice length and count.
+struct ConvSplitPush {
+  ConvGemmPush conv;
+  uint32_t k_split, splits;
+};
+
+struct SplitReducePush {
+  uint32_t total, M, N, P, splits, out_img, out_group, has_bias, act;
+  float act_min, act_max;
+};
+
+// How the K of an implicit-GEMM convolution is cut: `splits` slices of `k_split` elements.
+struct SplitK {
+  int64_t splits = 1;
+  int64_t k_split = 0;
+};
+
+// Up to `most` slices (VulkanOptions::conv_split_k, at most 16), each at least 256 long and a
+// multiple of every tile's K step; one slice when the partial sums would not fit 32-bit
+// indexing. Split-K is for tiles that underfill the device; it is off by default until
+// measured on real GPUs.
+SplitK split_k(int64_t k, int64_t outputs, int64_t most) {
+  SplitK s;
+  s.splits = std::clamp<int64_t>(k / 256, 1, std::clamp<int64_t>(most, 1, 16));
+  if (s.splits * outputs >= (int64_t{1} << 31)) s.splits = 1;
+  s.k_split = ((k + s.splits - 1) / s.splits + 15) / 16 * 16;
+  s.splits = (k + s.k_split - 1) / s.k_split;  // rounding k_split up may leave fewer slices
+  return s;
+}
+
 struct DirectPush {
   uint32_t n, OC, OH, OW, IC, H, W, KH, KW;
   int32_t sh, sw, ph, pw, dh, dw;
@@ -126,8 +157,13 @@ class ConvOp final : public VulkanOp {
  public:
   enum class Kind { kGemm1x1, kImplicit, kDirect };
 
-  ConvOp(Kind kind, const ConvGeometry& g, bool has_bias, Buffer ktable)
-      : kind_(kind), g_(g), has_bias_(has_bias), ktable_(std::move(ktable)) {}
+  ConvOp(Kind kind, const ConvGeometry& g, bool has_bias, Buffer ktable, SplitK split, Buffer partial)
+      : kind_(kind),
+        g_(g),
+        has_bias_(has_bias),
+        ktable_(std::move(ktable)),
+        split_(split),
+        partial_(std::move(partial)) {}
 
   bool fuse(const Activation& act) override {
     if (act_.kind != 0) return false;
@@ -183,6 +219,7 @@ class ConvOp final : public VulkanOp {
         cp.act_min = act_.min;
         cp.act_max = act_.max;
         cp.flags = (cp.K % 4 == 0 ? kVecA : 0) | (cp.P % 4 == 0 ? kVecC : 0);
+        if (split_.splits > 1) return record_split(rec, cp, *in[0], *in[1], bias, out[0]);
         const GemmTile tile = gemm_tile(rec.context(), cp.M, cp.N, g_.groups);
         const uint32_t gx = (cp.N + tile.n - 1) / tile.n, gy = (cp.M + tile.m - 1) / tile.m;
         return rec.dispatch(std::string("conv_gemm") + tile.suffix,
@@ -219,10 +256,37 @@ class ConvOp final : public VulkanOp {
   }
 
  private:
+  // The K slices into partial_, then their sum (+ bias, activation) into the output.
+  Status record_split(Recorder& rec, const ConvGemmPush& cp, const Binding& x, const Binding& w,
+                      const Binding& bias, const Binding& y) {
+    const ConvSplitPush sp{cp, static_cast<uint32_t>(split_.k_split), static_cast<uint32_t>(split_.splits)};
+    const int64_t slots = g_.groups * split_.splits;
+    const GemmTile tile = gemm_tile(rec.context(), cp.M, cp.N, slots);
+    const uint32_t gx = (cp.N + tile.n - 1) / tile.n, gy = (cp.M + tile.m - 1) / tile.m;
+    PTQ_RETURN_IF_ERROR(rec.dispatch(std::string("conv_gemm") + tile.suffix + "_sk",
+                                     {w, x, bias, y, ktable_, partial_}, sp, gx, gy,
+                                     static_cast<uint32_t>(slots)));
+    SplitReducePush rp{};
+    rp.total = static_cast<uint32_t>(g_.groups) * cp.M * cp.N;
+    rp.M = cp.M;
+    rp.N = cp.N;
+    rp.P = cp.P;
+    rp.splits = sp.splits;
+    rp.out_img = cp.out_img;
+    rp.out_group = cp.out_group;
+    rp.has_bias = has_bias_ ? 1 : 0;
+    rp.act = act_.kind;
+    rp.act_min = act_.min;
+    rp.act_max = act_.max;
+    return rec.dispatch("conv_splitk_reduce", {partial_, bias, y}, rp, groups_for(rp.total, kLocal));
+  }
+
   Kind kind_;
   ConvGeometry g_;
   bool has_bias_;
   Buffer ktable_;
+  SplitK split_;
+  Buffer partial_;  // [split][group][M][N] partial sums when split_.splits > 1
   Activation act_;
 };
 
@@ -261,11 +325,18 @@ Expected<std::unique_ptr<VulkanOp>> make_conv_vulkan(const OpBuild& b) {
   } else if (k < 16 || ocg < 8 || g.groups > 65535) {
     kind = ConvOp::Kind::kDirect;
   }
-  Buffer ktable;
+  Buffer ktable, partial;
+  SplitK split;
   if (kind == ConvOp::Kind::kImplicit) {
     PTQ_ASSIGN_OR_RETURN(ktable, conv_ktable(b.ctx, g));
+    split = split_k(k, g.n * g.oc * p, b.conv_split_k);
+    if (split.splits > 1) {
+      const int64_t bytes = split.splits * g.oc * g.n * p * static_cast<int64_t>(sizeof(float));
+      PTQ_ASSIGN_OR_RETURN(partial, Buffer::create(b.ctx, static_cast<size_t>(bytes), Buffer::Kind::kDevice));
+    }
   }
-  return std::unique_ptr<VulkanOp>(std::make_unique<ConvOp>(kind, g, has_bias, std::move(ktable)));
+  return std::unique_ptr<VulkanOp>(
+      std::make_unique<ConvOp>(kind, g, has_bias, std::move(ktable), split, std::move(partial)));
 }
 
 namespace {

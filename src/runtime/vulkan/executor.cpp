@@ -72,6 +72,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+int conv_split_k(const VulkanOptions& options) {
+  if (options.conv_split_k > 0) return options.conv_split_k;
+  const char* env = std::getenv("PTQ_VULKAN_SPLIT_K");
+  return env != nullptr ? std::max(std::atoi(env), 1) : 1;
+}
+
 // The observed values of `blk` whose statistics the GPU computes (float32 on the device).
 std::vector<std::pair<std::string, DeviceTensor>> device_statistics(const Program& prog, const Block& blk) {
   std::vector<std::pair<std::string, DeviceTensor>> tensors;
@@ -185,7 +191,7 @@ Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inpu
   const double shape_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   BuildEnv env{*ctx_, model_, *cpu_, std::max(options_.threads, 1), options_.observe_budget_bytes,
-               uploaded_, uploaded_bytes_};
+               uploaded_, uploaded_bytes_, conv_split_k(options_)};
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Program> prog,
                        build_program(env, shapes.facts, std::move(shapes.folded), observed));
   if (timing_wanted()) {

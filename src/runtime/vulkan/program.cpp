@@ -98,7 +98,7 @@ Status Builder::add_values(const std::unordered_map<std::string, ValueFacts>& fa
 
 OpBuild Builder::op_build(const Step& step) const {
   const ir::Node& node = graph.nodes[step.node];
-  OpBuild b{env.ctx, node, opset, {}, {}};
+  OpBuild b{env.ctx, node, opset, {}, {}, env.conv_split_k};
   auto desc = [&](int id) {
     ValueDesc d;
     if (id < 0) return d;

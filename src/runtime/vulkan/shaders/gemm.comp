@@ -14,6 +14,10 @@
 // never in the multiply loop (out-of-range elements are loaded as 0).
 //   CONV: A = weights [OC/g, IC/g*KH*KW], B = the im2col of the input gathered on the fly
 //   through a table of per-k offsets, C = the NCHW output; z = the group.
+//   CONV + SPLIT_K: z = group * splits + split; each split sums its own k_split-long slice of
+//   K and stores the raw sums to P[split][group][m][n]; conv_splitk_reduce.comp adds the
+//   slices in split order, then bias and activation. For convolutions whose output tiles are
+//   too few to fill the GPU (ResNet's layer3/layer4 at batch 32) but whose K is long.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : enable
 
@@ -69,7 +73,15 @@ layout(push_constant) uniform Params {
   uint act;                 // 0 none, 1 relu, 2 clip
   float act_min, act_max;
   uint flags;               // FLAG_VEC_A: K % 4 == 0; FLAG_VEC_C: P % 4 == 0
+#ifdef SPLIT_K
+  uint k_split;             // K elements per split, a multiple of BK
+  uint splits;
+#endif
 } p;
+#ifdef SPLIT_K
+layout(std430, binding = 5) writeonly buffer BufP { float part[]; };
+layout(std430, binding = 5) writeonly buffer BufP4 { vec4 part4[]; };
+#endif
 #else
 layout(push_constant) uniform Params {
   uint M, N, K;
@@ -89,6 +101,8 @@ layout(push_constant) uniform Params {
 shared vec4 As[2][BK][BM / 4 + 1];  // A transposed (k-major); +1 vec4 keeps its stores conflict-free
 shared vec4 Bs[2][BK][BN / 4];
 
+uint k_lim;  // loads at k >= k_lim read 0 (the end of K, or of this split's slice)
+
 #define tid gl_LocalInvocationID.x
 #define tx (gl_LocalInvocationID.x % 16u)
 #define ty (gl_LocalInvocationID.x / 16u)
@@ -101,9 +115,9 @@ uint a_col(int v) { return (tid + uint(v) * 256u) % (BK / 4) * 4u; }
 vec4 load_a(int base, uint m, uint k) {
   if (m >= p.M) return vec4(0.0);
   const int at = base + int(m * p.K + k);
-  if ((p.flags & FLAG_VEC_A) != 0u) return k < p.K ? a4[at / 4] : vec4(0.0);
+  if ((p.flags & FLAG_VEC_A) != 0u) return k < k_lim ? a4[at / 4] : vec4(0.0);
   vec4 v;
-  [[unroll]] for (int c = 0; c < 4; ++c) v[c] = k + uint(c) < p.K ? a[at + c] : 0.0;
+  [[unroll]] for (int c = 0; c < 4; ++c) v[c] = k + uint(c) < k_lim ? a[at + c] : 0.0;
   return v;
 }
 #else
@@ -130,7 +144,19 @@ vec4 load_b(int base, uint k, uint n) {
 }
 #endif
 
-#ifdef CONV
+#ifdef SPLIT_K
+// Raw partial sums of split s for group g: P[s][g][m][n], n contiguous.
+void store_tile(vec4 v, uint m, uint n, uint z) {
+  const uint at = (z * p.M + m) * p.N + n;
+  if ((p.flags & FLAG_VEC_C) != 0u) {
+    part4[at / 4u] = v;
+    return;
+  }
+  [[unroll]] for (int e = 0; e < 4; ++e) {
+    if (n + uint(e) < p.N) part[at + uint(e)] = v[e];
+  }
+}
+#elif defined(CONV)
 void store_tile(vec4 v, uint m, uint n, uint z) {
   if (p.bias_mode == 1u) v += bias[z * p.M + m];
   if (p.act == 1u) v = max(v, vec4(0.0));
@@ -175,7 +201,17 @@ void store_tile(vec4 v, uint m, uint n, uint z) {
 void main() {
   const uint m0 = gl_WorkGroupID.y * BM;
   const uint n0 = gl_WorkGroupID.x * BN;
+#ifdef SPLIT_K
+  // The partial-sum slot is gl_WorkGroupID.z itself read as (split, group): z = split * G + g.
+  const uint groups = gl_NumWorkGroups.z / p.splits;
+  const uint z = gl_WorkGroupID.z % groups;
+  const uint k_begin = gl_WorkGroupID.z / groups * p.k_split;
+  k_lim = min(p.K, k_begin + p.k_split);
+#else
   const uint z = gl_WorkGroupID.z;
+  const uint k_begin = 0u;
+  k_lim = p.K;
+#endif
 
 #ifdef CONV
   const int a_base = int(z * p.a_group);
@@ -207,7 +243,7 @@ void main() {
   [[unroll]] for (int j = 0; j < B_GATHERS; ++j) {                                        \
     const uint k = (k0) + gk + uint(j) * (256u / BN);                                     \
     float v = 0.0;                                                                        \
-    if (n_ok && k < p.K) {                                                                \
+    if (n_ok && k < k_lim) {                                                              \
       const ivec2 t = ktab[k];                                                            \
       const int ih = ih0 + (t.y >> 16), iw = iw0 + (t.y & 0xffff);                        \
       if (uint(ih) < p.H && uint(iw) < p.W) v = b[pix_base + t.x];                        \
@@ -233,9 +269,9 @@ void main() {
     [[unroll]] for (int c = 0; c < 4; ++c) As[buf][kc + uint(c)][r / 4u][r % 4u] = ra[v][c]; \
   }
 
-  const uint steps = (p.K + BK - 1u) / BK;
-  LOAD_A(0u)
-  LOAD_B(0u)
+  const uint steps = (k_lim - k_begin + BK - 1u) / BK;
+  LOAD_A(k_begin)
+  LOAD_B(k_begin)
   STORE_A(0)
   STORE_B(0)
   barrier();
@@ -243,8 +279,8 @@ void main() {
     const uint cur = s & 1u;
     const bool more = s + 1u < steps;
     if (more) {
-      LOAD_A((s + 1u) * BK)
-      LOAD_B((s + 1u) * BK)
+      LOAD_A(k_begin + (s + 1u) * BK)
+      LOAD_B(k_begin + (s + 1u) * BK)
     }
     [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
       vec4 va[RM], vb[RN];
@@ -268,7 +304,7 @@ void main() {
       [[unroll]] for (int j = 0; j < RN; ++j) {
         const uint m = m0 + uint(r) * 64u + ty * 4u + uint(c);
         const uint n = n0 + uint(j) * 64u + tx * 4u;
-        if (m < p.M && n < p.N) store_tile(acc[r * 4 + c][j], m, n, z);
+        if (m < p.M && n < p.N) store_tile(acc[r * 4 + c][j], m, n, gl_WorkGroupID.z);
       }
     }
   }
