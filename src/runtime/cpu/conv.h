@@ -52,4 +52,11 @@ bool conv_fast(const ConvParams& p, const float* x, const float* w, const float*
 bool depthwise3x3(const ConvParams& p, const float* x, const float* w, const float* b, float* y,
                   const ConvEpilogue& epilogue, int threads);
 
+// 2-D conv (G = 1, kernel larger than 1x1, any strides and dilations) as a GEMM of the packed
+// weights with shifted rows of a zero-padded, stride-phase-split copy of the input, no im2col
+// (conv_shifted.cpp; AVX-512 only). Returns false when it does not handle the shape or would
+// waste too many columns.
+bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, const float* b,
+                  float* y, const ConvEpilogue& epilogue, int threads);
+
 }  // namespace ptq::runtime::cpu

@@ -491,7 +491,8 @@ bool conv_fast(const ConvParams& p, const float* x, const float* w, const float*
   if (g.C / g.G == 1) {
     if (!depthwise3x3(p, x, w, b, y, e, threads)) depthwise(g, x, w, b, y, e, threads);
   } else {
-    gemm_conv(g, x, packed_w != nullptr ? packed_w : pack_weights_now(g, w), b, y, e, threads);
+    const float* pw = packed_w != nullptr ? packed_w : pack_weights_now(g, w);
+    if (!conv_shifted(p, x, pw, b, y, e, threads)) gemm_conv(g, x, pw, b, y, e, threads);
   }
   return true;
 }

@@ -96,6 +96,45 @@ void micro(const Tile& t) {
   }
 }
 
+// The micro-kernel over a shifted B (gemm_shifted): row q of the panel is b + boff[q]. Sums
+// only; the same FMA chain per element as micro<R>.
+template <int R>
+void micro_shifted(int64_t kc, const float* a, const float* b, const int64_t* boff, float* c,
+                   int64_t ldc, int64_t cols, bool first) {
+  const __mmask16 m0 = lane_mask(cols), m1 = lane_mask(cols - 16);
+  __m512 c0[R], c1[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    c0[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, c + r * ldc);
+    c1[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+  }
+  for (int64_t q = 0; q < kc; ++q, a += MR) {
+    const float* bq = b + boff[q];
+    const __m512 b0 = _mm512_loadu_ps(bq), b1 = _mm512_loadu_ps(bq + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(c + r * ldc, m0, c0[r]);
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c1[r]);
+  }
+}
+
+using ShiftedFn = void (*)(int64_t, const float*, const float*, const int64_t*, float*, int64_t,
+                           int64_t, bool);
+
+template <int... Rs>
+constexpr auto shifted_table(std::integer_sequence<int, Rs...>) {
+  return std::array<ShiftedFn, sizeof...(Rs)>{&micro_shifted<Rs + 1>...};
+}
+
+constexpr auto kShifted = shifted_table(std::make_integer_sequence<int, static_cast<int>(MR)>{});
+
 #elif defined(__AVX2__) && defined(__FMA__)
 
 template <int R>
@@ -263,6 +302,36 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
       }
     }
   }
+}
+
+bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
+                  const int64_t* boff, float* c, int64_t ldc) {
+#if defined(__AVX512F__)
+  if (m <= 0 || n <= 0) return true;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return true;
+  }
+  // The blocking of gemm_packed: an A micro-panel of kKc steps in L1, the B block in L2.
+  for (int64_t j1 = 0; j1 < n; j1 += kNc) {
+    const int64_t j1_end = std::min(n, j1 + kNc);
+    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+      const int64_t kc = std::min(kKc, k - k0);
+      for (int64_t i0 = 0; i0 < m; i0 += MR) {
+        const int64_t rows = std::min(MR, m - i0);
+        for (int64_t j0 = j1; j0 < j1_end; j0 += NR) {
+          kShifted[static_cast<size_t>(rows - 1)](kc, pa + i0 * k + k0 * MR, b + j0, boff + k0,
+                                                  c + i0 * ldc + j0, ldc, std::min(NR, n - j0),
+                                                  k0 == 0);
+        }
+      }
+    }
+  }
+  return true;
+#else
+  (void)m, (void)n, (void)k, (void)pa, (void)b, (void)boff, (void)c, (void)ldc;
+  return false;
+#endif
 }
 
 }  // namespace ptq::runtime::cpu

@@ -1,0 +1,167 @@
+// 2-D convolution without im2col. With the input zero-padded and split into SH x SW phases per
+// channel (phase (a, b) holds padded rows a, a + SH, ... and columns b, b + SW, ...; one phase
+// for stride 1), output (oh, ow) of tap (ci, kh, kw) reads element (oh + kh * DH / SH) * Wq +
+// ow + kw * DW / SW of phase (kh * DH % SH, kw * DW % SW) of channel ci. Counting outputs over
+// the phase width Wq (p = oh * Wq + ow, the last Wq - OW columns of each row wasted), the im2col
+// row of a tap is that copy shifted by a constant. So the packed-weight GEMM reads its B rows
+// straight from the copy (gemm_shifted) into a scratch of M x OH * Wq sums, and the valid
+// columns are written to Y with the bias and epilogue. The copy is one pass over the input
+// where im2col wrote KH * KW (strided) copies; each sum runs over k in the order the im2col
+// path uses.
+
+// GCC 12 reports a false "may be used uninitialized" inside its own AVX-512 min/max intrinsics
+// (their _mm512_undefined_ps pass-through operand).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "conv.h"
+#include "gemm_packed.h"
+
+namespace ptq::runtime::cpu {
+
+#if defined(__AVX512F__)
+
+namespace {
+
+struct Shifted {
+  int64_t C, H, W, M, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, Hq, Wq, P;
+};
+
+int64_t panels(int64_t n) { return (n + kGemmNR - 1) / kGemmNR; }
+
+// Indices j < n with first <= j * s < first + size (first may be negative): [lo, hi).
+void inside(int64_t first, int64_t s, int64_t size, int64_t n, int64_t& lo, int64_t& hi) {
+  lo = first >= 0 ? 0 : (-first + s - 1) / s;
+  const int64_t last = size - 1 - first;  // need j * s <= last
+  hi = last < 0 ? 0 : std::min(n, last / s + 1);
+  lo = std::min(lo, hi);
+}
+
+// Channels [c0, c1) of one image into their zero-padded phases (Hq x Wq each).
+void pad_planes(const Shifted& g, const float* x, int64_t c0, int64_t c1, float* xp) {
+  for (int64_t c = c0; c < c1; ++c) {
+    for (int64_t a = 0; a < g.SH; ++a) {
+      for (int64_t b = 0; b < g.SW; ++b) {
+        int64_t lo = 0, hi = 0;  // phase columns inside the image
+        inside(b - g.PL, g.SW, g.W, g.Wq, lo, hi);
+        float* phase = xp + ((c * g.SH + a) * g.SW + b) * g.Hq * g.Wq;
+        for (int64_t i = 0; i < g.Hq; ++i) {
+          float* d = phase + i * g.Wq;
+          const int64_t ih = i * g.SH + a - g.PT;
+          if (ih < 0 || ih >= g.H) {
+            std::fill(d, d + g.Wq, 0.0f);
+            continue;
+          }
+          const float* row = x + (c * g.H + ih) * g.W;
+          const int64_t at = b - g.PL;  // input column of phase column 0
+          std::fill(d, d + lo, 0.0f);
+          if (g.SW == 1) {
+            std::copy(row + lo + at, row + hi + at, d + lo);
+          } else {
+            for (int64_t j = lo; j < hi; ++j) d[j] = row[j * g.SW + at];
+          }
+          std::fill(d + hi, d + g.Wq, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+// Output channels [m0, m1) of one image: the valid columns of the sums, + bias (when there is
+// one), + residual, then the activation — the micro-kernel epilogue's operations in its order.
+void write_out(const Shifted& g, const float* sums, const float* b, const ConvEpilogue& e,
+               const float* res, float* y, int64_t m0, int64_t m1) {
+  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+  for (int64_t m = m0; m < m1; ++m) {
+    const __m512 bias = _mm512_set1_ps(b != nullptr ? b[m] : 0.0f);
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      const float* s = sums + m * g.P + oh * g.Wq;
+      const int64_t at = (m * g.OH + oh) * g.OW;
+      for (int64_t ow = 0; ow < g.OW; ow += 16) {
+        const int64_t left = g.OW - ow;
+        const __mmask16 k = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(k, s + ow);
+        if (b != nullptr) v = _mm512_add_ps(v, bias);
+        if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + at + ow));
+        _mm512_mask_storeu_ps(y + at + ow, k, activate(v, e.act, lo, hi));
+      }
+    }
+  }
+}
+
+// Buffers of the calling thread, shared by the workers of one call and kept between calls.
+float* scratch(std::vector<float>& buffer, size_t n) {
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+}  // namespace
+
+bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, const float* b,
+                  float* y, const ConvEpilogue& e, int threads) {
+  if (p.in.size() != 2 || p.G != 1 || packed_w == nullptr || p.w.kernel[0] * p.w.kernel[1] == 1) {
+    return false;
+  }
+  Shifted g{};
+  g.C = p.C, g.H = p.in[0], g.W = p.in[1], g.M = p.M;
+  g.KH = p.w.kernel[0], g.KW = p.w.kernel[1], g.SH = p.w.strides[0], g.SW = p.w.strides[1];
+  g.DH = p.w.dilations[0], g.DW = p.w.dilations[1];
+  g.PT = p.w.pad_begin(0), g.PL = p.w.pad_begin(1), g.OH = p.out[0], g.OW = p.out[1];
+  g.Hq = g.OH + (g.KH - 1) * g.DH / g.SH, g.Wq = g.OW + (g.KW - 1) * g.DW / g.SW;
+  g.P = g.OH * g.Wq;
+  // Narrow outputs waste too many columns: keep within a quarter more panels than im2col.
+  if (g.OH <= 0 || g.OW <= 0 || 4 * panels(g.P) > 5 * panels(g.OH * g.OW)) return false;
+  const int64_t k = g.C * g.KH * g.KW, phase = g.Hq * g.Wq, plane = g.SH * g.SW * phase;
+  std::vector<int64_t> boff(static_cast<size_t>(k));
+  for (int64_t ci = 0, q = 0; ci < g.C; ++ci) {
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t r = kh * g.DH;
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t c = kw * g.DW;
+        boff[q++] = ci * plane + (r % g.SH * g.SW + c % g.SW) * phase + r / g.SH * g.Wq + c / g.SW;
+      }
+    }
+  }
+  // The last panel reads up to kGemmNR - 1 columns past P, and the last tap (KW - 1) * DW more.
+  const int64_t slack = kGemmNR + (g.KW - 1) * g.DW;
+  thread_local std::vector<float> padded, sums;
+  float* xp = scratch(padded, static_cast<size_t>(g.C * plane + slack));
+  float* s = scratch(sums, static_cast<size_t>(g.M * g.P));
+  std::fill(xp + g.C * plane, xp + g.C * plane + slack, 0.0f);
+  // Tasks: column blocks of 512 sums x row tiles of 4 micro-panels, sizes from the shape only.
+  const int64_t tn = 512, tm = 4 * kGemmMR;
+  const int64_t ctiles = (g.P + tn - 1) / tn, mtiles = (g.M + tm - 1) / tm;
+  for (int64_t n = 0; n < p.N; ++n) {
+    const float* xn = x + n * g.C * g.H * g.W;
+    parallel_for(threads, g.C, [&](int64_t c0, int64_t c1) { pad_planes(g, xn, c0, c1, xp); });
+    parallel_for(threads, ctiles * mtiles, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t m0 = (t % mtiles) * tm, j0 = (t / mtiles) * tn;
+        gemm_shifted(std::min(tm, g.M - m0), std::min(tn, g.P - j0), k, packed_w + m0 * k,
+                     xp + j0, boff.data(), s + m0 * g.P + j0, g.P);
+      }
+    });
+    const int64_t out = n * g.M * g.OH * g.OW;
+    parallel_for(threads, g.M, [&](int64_t m0, int64_t m1) {
+      write_out(g, s, b, e, e.residual != nullptr ? e.residual + out : nullptr, y + out, m0, m1);
+    });
+  }
+  return true;
+}
+
+#else
+
+bool conv_shifted(const ConvParams&, const float*, const float*, const float*, float*,
+                  const ConvEpilogue&, int) {
+  return false;
+}
+
+#endif
+
+}  // namespace ptq::runtime::cpu
