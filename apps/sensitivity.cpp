@@ -21,6 +21,7 @@
 #include "command.h"
 #include "data_options.h"
 #include "progress.h"
+#include "quantize_shapes.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
@@ -234,6 +235,31 @@ Status write_html(const SensitivityOptions& o, const ir::Model& shown, const std
   return util::write_file_atomic(o.html, html);
 }
 
+// The shape of a full eval batch of each input: what the sweep feeds, so what the planner binds
+// (as `ptq quantize` binds its --data batches).
+onnx::InputShapes eval_shapes(const data::Dataset& eval) {
+  onnx::InputShapes out;
+  const int64_t batch = std::min(eval.batch_size(), eval.size());
+  for (const data::InputInfo& in : eval.inputs()) {
+    std::vector<int64_t> shape = {batch};
+    shape.insert(shape.end(), in.sample_shape.begin(), in.sample_shape.end());
+    out.emplace_back(in.name, std::move(shape));
+  }
+  return out;
+}
+
+// Plan options whose dims are the eval batches' (a decision such as the matrix-vector MatMul
+// test then sees the batch the sweep runs, not the library default for an open dim).
+Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::Dataset& eval,
+                                            const calib::CalibrationTable& table, int threads) {
+  planner::PlanOptions plan;
+  plan.ptqkit_version = std::string(calibration::ptqkit_version());
+  plan.method = table.method;
+  PTQ_RETURN_IF_ERROR(resolve_plan_shapes(model, {{"--eval", eval_shapes(eval)}}, threads, plan));
+  plan.shapes_remedy = "give --eval data for every input:";
+  return plan;
+}
+
 // Executors for the sweep on the backend of `engine`: the CPU backend is shared; a Vulkan
 // executor owns its device state, so each one is made afresh (quietly: the float model's CPU
 // fallbacks were listed when `engine` was made, and --strict still refuses).
@@ -267,9 +293,7 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   if (!o.labels.empty()) {
     PTQ_ASSIGN_OR_RETURN(labels, read_labels(o.labels, eval));
   }
-  planner::PlanOptions plan;
-  plan.ptqkit_version = std::string(calibration::ptqkit_version());
-  plan.method = table.method;
+  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan, plan_options(model, eval, table, threads));
 
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();

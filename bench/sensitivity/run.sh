@@ -7,8 +7,9 @@
 # too: on a shared machine it is far steadier than wall time.
 #   [REPEAT=N] [MODELS="resnet18 transformer"] bench/sensitivity/run.sh BUILD_DIR TESTDATA_DIR [SIZES] [MODES] [--naive]
 # SIZES defaults to "64 256", MODES to "only"; REPEAT runs each point N times (one line each);
-# --naive also times --no-reuse (every variant run whole) on the same data, the naive cost
-# measured directly. TESTDATA_DIR is what scripts/make-testdata.sh fills.
+# --naive also times --no-reuse (every variant run whole, one after the other in the same
+# process, FP32 reference and fully quantized model included) on the same data right after:
+# the naive cost measured directly (vs_no_reuse), beside the conservative units x FP32 pass. TESTDATA_DIR is what scripts/make-testdata.sh fills.
 # Eval samples: seeded standard-normal inputs shaped like the model's .samples.npy (the
 # models have random weights, so real images would mean nothing more).
 # Prints one line per model, size and mode; results go to docs/PERF.md by hand.
@@ -46,7 +47,7 @@ wall = float(sys.argv[6]) - float(sys.argv[5])
 naive = units * full
 cpu = r['sweep_cpu_seconds'] / (units * r['float_pass_cpu_seconds'])
 print(f"{sys.argv[2]:<12} n={sys.argv[3]:<4} {sys.argv[4]:<8} units={units:<3} full_pass={full:7.2f}s "
-      f"naive={naive:8.1f}s sweep={sweep:7.1f}s (process {wall:6.1f}s) ratio={sweep / naive:.2f} "
+      f"naive={naive:8.2f}s sweep={sweep:7.2f}s (process {wall:6.1f}s) ratio={sweep / naive:.2f} "
       f"cpu_ratio={cpu:.2f}")
 PYEOF
 )
@@ -59,8 +60,8 @@ PYEOF
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 same = [x['name'] for x in a['layers']] == [x['name'] for x in b['layers']]
-print(f"no_reuse={b['sweep_seconds']:.1f}s vs_no_reuse={a['sweep_seconds'] / b['sweep_seconds']:.2f} "
-      f"same_ranking={same}")
+print(f"no_reuse={b['sweep_seconds']:.2f}s vs_no_reuse={a['sweep_seconds'] / b['sweep_seconds']:.2f} "
+      f"cpu_vs_no_reuse={a['sweep_cpu_seconds'] / b['sweep_cpu_seconds']:.2f} same_ranking={same}")
 PYEOF
 )"
       fi

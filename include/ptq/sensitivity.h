@@ -9,7 +9,10 @@
 // downstream of the unit's Q/DQ. make_cut() finds the nodes that differ; sweep() runs the base
 // model once per eval batch, keeps the tensors at the cut (asked for as extra graph outputs, so
 // any backend can hand them over), and runs only the differing subgraph per unit. With reuse
-// off every variant runs whole (the naive cost): results are identical.
+// off every variant runs whole (the naive cost): results are identical. In both, the nodes
+// computed from constants alone (a quantized weight's DequantizeLinear, Constant nodes) are
+// folded once per sweep, so a sweep's score equals evaluate() of the variant up to the float
+// reassociation of a Conv/MatMul/Gemm packing its now-constant weight ahead.
 //
 // Backends: executors come from an ExecutorFactory, so a sweep runs on the CPU backend or on
 // Vulkan (the app builds the factory from --backend/--device).

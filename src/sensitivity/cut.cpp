@@ -1,34 +1,15 @@
 // make_cut(): the subgraph of a variant that differs from its base model. Quantizing one unit
 // adds Q/DQ on its inputs and changes its weights; every value upstream keeps the base's bytes,
 // so those nodes need not run again: their outputs at the cut are taken from the base run.
-#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ptq/sensitivity.h"
+#include "same.h"
 
 namespace ptq::sensitivity {
 
 namespace {
-
-bool same_tensor(const ir::Tensor& a, const ir::Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape() || a.strings() != b.strings()) return false;
-  if (a.raw() == b.raw()) return true;
-  return a.nbytes() == b.nbytes() && (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
-}
-
-bool same_attribute(const ir::Attribute& a, const ir::Attribute& b) {
-  if (a.name != b.name || a.type != b.type || a.i != b.i || a.s != b.s || a.floats != b.floats ||
-      a.ints != b.ints || a.strings != b.strings || a.ref_attr_name != b.ref_attr_name ||
-      a.opaque != b.opaque || a.tensors.size() != b.tensors.size()) {
-    return false;
-  }
-  if (std::memcmp(&a.f, &b.f, sizeof a.f) != 0 || !same_tensor(a.t, b.t)) return false;
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    if (!same_tensor(a.tensors[i], b.tensors[i])) return false;
-  }
-  return true;
-}
 
 // Same op on the same values with the same attributes and the same constant inputs.
 bool same_node(const ir::Node& v, const ir::Model& variant, const ir::Node& b, const ir::Model& base) {

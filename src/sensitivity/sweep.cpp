@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fold.h"
 #include "merge.h"
 #include "ptq/sensitivity.h"
 
@@ -127,10 +128,12 @@ Status run_group(Group& g, std::vector<Job>& jobs, const Evaluator& ev, int64_t 
   return Status::ok();
 }
 
+// The variant's constant nodes are folded (as the base's are) before the cut.
 Status prepare_job(Job& job, const ir::Model& borrowed, const ir::Model& base,
-                   const calib::CalibrationTable& table, bool reuse) {
+                   const calib::CalibrationTable& table, bool reuse, ConstantFolder& folder) {
   PTQ_ASSIGN_OR_RETURN(ir::Model v, quantized_copy(borrowed, table, job.plan));
   job.variant = std::make_unique<ir::Model>(std::move(v));
+  PTQ_RETURN_IF_ERROR(folder.fold(*job.variant).status());
   if (!reuse) return Status::ok();
   // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
   auto cut = make_cut(base, *job.variant);
@@ -232,18 +235,24 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   PTQ_ASSIGN_OR_RETURN(planner::Plan plan, planner::plan(ev.model(), table, o.plan));
   const ir::Model borrowed = borrowing_copy(ev.model());
   // The base of the cuts: the float model, or (all-but) the fully quantized one, whose run
-  // then also scores it; otherwise the fully quantized model is one more job.
-  std::optional<ir::Model> quantized;
+  // then also scores it; otherwise the fully quantized model is one more job. The base and
+  // every variant run with their constants folded (fold.h), with reuse or without.
+  ConstantFolder folder([&ev](const ir::Model& m, int threads) { return ev.make_executor(m, threads); });
+  std::optional<ir::Model> own_base;
   if (o.mode == Mode::kAllBut) {
-    PTQ_ASSIGN_OR_RETURN(quantized, quantized_copy(borrowed, table, o.plan));
+    PTQ_ASSIGN_OR_RETURN(own_base, quantized_copy(borrowed, table, o.plan));
+  } else if (o.reuse) {
+    own_base = borrowing_copy(ev.model());
   }
-  const ir::Model& base = quantized ? *quantized : ev.model();
-  const bool base_scores_quantized = o.reuse && quantized;
+  if (o.reuse) PTQ_RETURN_IF_ERROR(folder.fold(*own_base).status());
+  const ir::Model& base = own_base ? *own_base : ev.model();
+  const bool base_scores_quantized = o.reuse && o.mode == Mode::kAllBut;
 
   const int parallel = std::max(1, o.parallel);
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
-  parallel_for(jobs.size(), parallel, [&](size_t i) {
-    jobs[i].status = prepare_job(jobs[i], borrowed, base, table, o.reuse);
+  // Preparing a variant (quantize, fold, cut) is independent of the others: all threads do it.
+  parallel_for(jobs.size(), std::max(parallel, ev.threads()), [&](size_t i) {
+    jobs[i].status = prepare_job(jobs[i], borrowed, base, table, o.reuse, folder);
   });
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
   std::vector<Group> groups = make_groups(jobs.size(), parallel);

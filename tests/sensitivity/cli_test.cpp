@@ -3,6 +3,7 @@
 // to the report's final metric.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_ptq.h"
+#include "outlier_model.h"
 #include "ptq/calib_cache.h"
+#include "ptq/data.h"
 #include "ptq/onnx.h"
 #include "ptq/planner.h"
 
@@ -110,6 +113,37 @@ TEST_F(SensitivityCli, AllButModeAndUsageErrors) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   auto neither = run_ptq({"sensitivity", model_, "--eval", test_, "-o", report});
   EXPECT_EQ(neither.exit_code, 2) << neither.err;
+}
+
+// The sweep plans with the eval batches' shapes, as `ptq quantize` does with its --data: the
+// outlier model's fc is a MatMul [N,16] x [16,10], a matrix-vector product when N = 1, which
+// the planner leaves float. Evaluated one sample at a time fc is no unit; four at a time it is
+// (with N left open the planner would quantize it either way).
+TEST_F(SensitivityCli, PlansWithTheEvalShapes) {
+  const std::string model = (dir_ / "outlier.onnx").string();
+  ASSERT_TRUE(ptq::onnx::save_model(ptq::sensitivity::testing::outlier_model(), model).is_ok());
+  std::mt19937 gen(3);
+  const std::string eval = (dir_ / "eval.npy").string();
+  ASSERT_TRUE(ptq::data::save_npy(eval, ptq::sensitivity::testing::random_tensor({4, 16, 8, 8}, 1.0, gen)).is_ok());
+  const std::string cache = (dir_ / "c.json").string();
+  auto c = run_ptq({"calibrate", model, "--data", eval, "--method", "minmax", "-o", cache, "--quiet"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto units_at = [&](const std::string& batch) {
+    const std::string report = (dir_ / ("r" + batch + ".json")).string();
+    auto r = run_ptq({"sensitivity", model, "--cache", cache, "--eval", eval, "--batch", batch,
+                      "--metric", "sqnr", "-o", report, "--quiet"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(slurp(report));
+    std::vector<std::string> names;
+    for (const auto& l : j["layers"]) names.push_back(l["name"]);
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> one = units_at("1");
+  const std::vector<std::string> four = units_at("4");
+  EXPECT_EQ(std::count(one.begin(), one.end(), "fc"), 0) << nlohmann::json(one).dump();
+  EXPECT_EQ(std::count(four.begin(), four.end(), "fc"), 1) << nlohmann::json(four).dump();
+  EXPECT_EQ(four.size(), one.size() + 1);
 }
 
 }  // namespace

@@ -127,7 +127,10 @@ TEST_F(SweepTest, SweepScoreEqualsWholeVariantScore) {
     ASSERT_TRUE(planner::quantize(m, table_, p));
     auto s = ev.evaluate(m);
     ASSERT_TRUE(s);
-    EXPECT_DOUBLE_EQ(s->value, l.score.value) << l.name;
+    // The sweep folds the quantized weights' DequantizeLinear once (fold.h), so a Conv/MatMul
+    // packs that weight ahead and may sum in another order than evaluate() on the model as
+    // written: equal up to float reassociation (~1e-7 relative in the output, far less in dB).
+    EXPECT_NEAR(s->value, l.score.value, 1e-6 * std::abs(s->value)) << l.name;
   }
   EXPECT_TRUE(std::isinf(ev.float_score().value));
 }
