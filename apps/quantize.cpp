@@ -169,18 +169,6 @@ Status prepare_model(ir::Model& model, const QuantizeOptions& o, Identities& ids
   return Status::ok();
 }
 
-// The shape of a full batch of each input: what calibration fed, and planning binds.
-onnx::InputShapes fed_shapes(const data::Dataset& dataset) {
-  onnx::InputShapes out;
-  const int64_t batch = std::min(dataset.batch_size(), dataset.size());
-  for (const data::InputInfo& in : dataset.inputs()) {
-    std::vector<int64_t> shape = {batch};
-    shape.insert(shape.end(), in.sample_shape.begin(), in.sample_shape.end());
-    out.emplace_back(in.name, std::move(shape));
-  }
-  return out;
-}
-
 Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const QuantizeOptions& o,
                                                 const planner::PlanOptions& plan, int threads,
                                                 const GlobalOptions& global,

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <optional>
@@ -175,6 +176,17 @@ Status resolve_plan_shapes(const ir::Model& model, const std::vector<ShapeSource
   PTQ_ASSIGN_OR_RETURN(open, planner::unresolved_dims(model, plan));
   if (!open.empty()) measure(model, open, threads, plan.value_dims);
   return Status::ok();
+}
+
+onnx::InputShapes fed_shapes(const data::Dataset& dataset) {
+  onnx::InputShapes out;
+  const int64_t batch = std::min(dataset.batch_size(), dataset.size());
+  for (const data::InputInfo& in : dataset.inputs()) {
+    std::vector<int64_t> shape = {batch};
+    shape.insert(shape.end(), in.sample_shape.begin(), in.sample_shape.end());
+    out.emplace_back(in.name, std::move(shape));
+  }
+  return out;
 }
 
 }  // namespace ptq::apps

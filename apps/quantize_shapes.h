@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ptq/data.h"
 #include "ptq/ir.h"
 #include "ptq/onnx.h"
 #include "ptq/planner.h"
@@ -21,6 +22,10 @@ struct ShapeSource {
   // calibrated for another graph, used with --force).
   bool checked = true;
 };
+
+// The shape of a full batch of each input of `dataset` (its first batch; a shorter dataset
+// is one batch): what calibration or evaluation feeds, and what planning binds.
+onnx::InputShapes fed_shapes(const data::Dataset& dataset);
 
 // --input-shape values: "NAME=1,128", several joined by ';' or the option repeated. Usage
 // errors name the value at fault.

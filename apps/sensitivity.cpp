@@ -237,17 +237,6 @@ Status write_html(const SensitivityOptions& o, const ir::Model& shown, const std
 
 // The shape of a full eval batch of each input: what the sweep feeds, so what the planner binds
 // (as `ptq quantize` binds its --data batches).
-onnx::InputShapes eval_shapes(const data::Dataset& eval) {
-  onnx::InputShapes out;
-  const int64_t batch = std::min(eval.batch_size(), eval.size());
-  for (const data::InputInfo& in : eval.inputs()) {
-    std::vector<int64_t> shape = {batch};
-    shape.insert(shape.end(), in.sample_shape.begin(), in.sample_shape.end());
-    out.emplace_back(in.name, std::move(shape));
-  }
-  return out;
-}
-
 // Plan options whose dims are the eval batches' (a decision such as the matrix-vector MatMul
 // test then sees the batch the sweep runs, not the library default for an open dim).
 Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::Dataset& eval,
@@ -255,7 +244,7 @@ Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::
   planner::PlanOptions plan;
   plan.ptqkit_version = std::string(calibration::ptqkit_version());
   plan.method = table.method;
-  PTQ_RETURN_IF_ERROR(resolve_plan_shapes(model, {{"--eval", eval_shapes(eval)}}, threads, plan));
+  PTQ_RETURN_IF_ERROR(resolve_plan_shapes(model, {{"--eval", fed_shapes(eval)}}, threads, plan));
   plan.shapes_remedy = "give --eval data for every input:";
   return plan;
 }
