@@ -4,10 +4,14 @@
 # peak RSS at batch 32 against weights + the largest live activation set from the executor.
 #   bench/run.sh BUILD_DIR [SECONDS_PER_POINT]
 # Needs the test data (make testdata) in BUILD_DIR/testdata or $PTQ_TEST_DATA.
+# REPEAT=N (default 1) runs each point's pair (ptq, then ORT) N times back to back and prints
+# each runtime's best rate, their ratio and the range of the N pairwise ratios: on a shared
+# machine other jobs only ever slow a run down, so the best of several is the steadier figure.
 set -euo pipefail
 declare -A mem
 build="$(cd "${1:?usage: bench/run.sh BUILD_DIR [SECONDS]}" && pwd)"
 secs="${2:-10}"
+repeat="${REPEAT:-1}"
 here="$(cd "$(dirname "$0")" && pwd)"
 data="${PTQ_TEST_DATA:-$build/testdata}/models"
 bin="$build/bench/runtime_bench"
@@ -23,18 +27,26 @@ if [ "$PTQ_BENCH_SPIN" = 0 ]; then export OMP_WAIT_POLICY=passive; fi
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); ${secs}s per point; spinning ${PTQ_BENCH_SPIN}"
-printf '%-13s %5s %7s %12s %12s %7s\n' model batch threads "ptq img/s" "ORT img/s" ratio
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); ${secs}s per point; ${repeat} pair(s) per point; spinning ${PTQ_BENCH_SPIN}"
+printf '%-13s %5s %7s %12s %12s %7s %13s\n' model batch threads "ptq img/s" "ORT img/s" ratio "pair ratios"
 for model in resnet18 mobilenet_v2; do
   for batch in 1 32; do
     for threads in 1 2; do
-      ours="$("$bin" "$data/$model.onnx" "$data/$model.samples.npy" "$batch" "$threads" "$secs")"
-      theirs="$(node "$here/../tests/runtime/ort_run.js" --bench "$data/$model.onnx" \
-        "$data/$model.samples.npy" "$batch" "$threads" "$secs")"
-      a="$(echo "$ours" | field images_per_s)"
-      b="$(echo "$theirs" | sed -n 's/images_per_s \([0-9.]*\).*/\1/p')"
-      printf '%-13s %5s %7s %12.2f %12.2f %7.2f\n' "$model" "$batch" "$threads" "$a" "$b" \
-        "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')"
+      a=0; b=0; lo=; hi=
+      for ((r = 0; r < repeat; r++)); do
+        ours="$("$bin" "$data/$model.onnx" "$data/$model.samples.npy" "$batch" "$threads" "$secs")"
+        theirs="$(node "$here/../tests/runtime/ort_run.js" --bench "$data/$model.onnx" \
+          "$data/$model.samples.npy" "$batch" "$threads" "$secs")"
+        x="$(echo "$ours" | field images_per_s)"
+        y="$(echo "$theirs" | sed -n 's/images_per_s \([0-9.]*\).*/\1/p')"
+        q="$(awk -v a="$x" -v b="$y" 'BEGIN { printf "%.2f", a / b }')"
+        a="$(awk -v a="$a" -v x="$x" 'BEGIN { print (x > a ? x : a) }')"
+        b="$(awk -v b="$b" -v y="$y" 'BEGIN { print (y > b ? y : b) }')"
+        lo="$(awk -v l="${lo:-$q}" -v q="$q" 'BEGIN { print (q < l ? q : l) }')"
+        hi="$(awk -v h="${hi:-$q}" -v q="$q" 'BEGIN { print (q > h ? q : h) }')"
+      done
+      printf '%-13s %5s %7s %12.2f %12.2f %7.2f %13s\n' "$model" "$batch" "$threads" "$a" "$b" \
+        "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" "$lo-$hi"
       if [ "$batch" = 32 ] && [ "$threads" = 1 ]; then
         mem["$model"]="$ours"
       fi

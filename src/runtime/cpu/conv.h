@@ -40,9 +40,9 @@ void pack_conv_weights(const float* w, int64_t m, int64_t groups, int64_t k, flo
 // Whether conv_fast handles this geometry (1-D and 2-D).
 inline bool conv_fast_handles(const ConvParams& p) { return p.in.size() == 1 || p.in.size() == 2; }
 
-// Fast float32 convolution for 1-D and 2-D (packed GEMM on im2col columns or, for 1x1, the
-// input itself, in fixed tiles; direct depthwise), the epilogue applied as each output tile is
-// written. `packed_w` is pack_conv_weights' output or null (then the weights are packed for
+// Fast float32 convolution for 1-D and 2-D (packed GEMM on shifted rows of a padded input,
+// on im2col columns or, for 1x1, the input itself, in fixed tiles; direct depthwise), the
+// epilogue applied as each output tile is written. `packed_w` is pack_conv_weights' output or null (then the weights are packed for
 // this call). Returns false when the shape is not handled (the caller uses the reference).
 bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
                const float* b, float* y, const ConvEpilogue& epilogue, int threads);

@@ -1,6 +1,8 @@
-// Fast float32 convolutions: direct depthwise, otherwise a GEMM of the packed weights with the
-// input (1x1) or its im2col columns, both packed for the micro-kernel (gemm_packed.h). Work is
-// cut into tasks whose sizes depend on the shape only, so results do not depend on threads.
+// Fast float32 convolutions: depthwise 3x3 read in place (depthwise3x3.cpp) or a direct
+// depthwise on padded planes; otherwise the GEMM on shifted rows of a padded input
+// (conv_shifted.cpp) or, for 1x1, grouped and narrow convs, a GEMM of the packed weights with
+// the input (1x1) or its im2col columns, both packed for the micro-kernel (gemm_packed.h). Work
+// is cut into tasks whose sizes depend on the shape only, so results do not depend on threads.
 
 // GCC 12 reports a false "may be used uninitialized" inside its own AVX-512 min/max intrinsics
 // (their _mm512_undefined_ps pass-through operand).
