@@ -75,5 +75,20 @@ TEST(HostTensorStatistics, Float16AndZeroRange) {
   EXPECT_EQ(c2[2047], 1u);
 }
 
+// Long runs of one bin (the zeros of a ReLU output) go through 16-bit per-chunk counters:
+// the totals must not wrap, whatever the thread count.
+TEST(HostTensorStatistics, LongRunsOfOneBinDoNotWrap) {
+  const int64_t n = 300001;
+  ir::Tensor t(ir::DType::kFloat32, {n});
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < n; ++i) p[i] = i % 1000 == 0 ? 4.0f : 0.0f;
+  for (int threads : {1, 2}) {
+    HistogramCounts counts{};
+    runtime::cpu::HostTensorStatistics(t, threads).histogram(4.0, counts);
+    EXPECT_EQ(counts[0], 300000u - 300u);
+    EXPECT_EQ(counts[2047], 301u);
+  }
+}
+
 }  // namespace
 }  // namespace ptq::calib
