@@ -35,7 +35,7 @@ Case random_case(std::mt19937& rng) {
   };
   Case c;
   ConvParams& p = c.p;
-  p.N = pick(1, 2);
+  p.N = pick(1, 3);  // several images: conv_shifted pads and multiplies them in rounds
   p.C = pick(1, 20);
   p.M = pick(1, 40);
   p.G = 1;
@@ -111,6 +111,7 @@ TEST(OpsConvShifted, BitIdenticalForAnyThreadCount) {
     if (!taken) continue;
     EXPECT_TRUE(same_bits(one, run(c, {}, 2, taken))) << "case " << i;
     EXPECT_TRUE(same_bits(one, run(c, {}, 3, taken))) << "case " << i;
+    EXPECT_TRUE(same_bits(one, run(c, {}, 16, taken))) << "case " << i;  // rounds of 3 images
   }
 }
 

@@ -4,7 +4,7 @@
 // ow + kw * DW / SW of phase (kh * DH % SH, kw * DW % SW) of channel ci. Counting outputs over
 // the phase width Wq (p = oh * Wq + ow, the last Wq - OW columns of each row wasted), the im2col
 // row of a tap is that copy shifted by a constant. So the packed-weight GEMM reads its B rows
-// straight from the copy (gemm_shifted) into a scratch of M x OH * Wq sums, and the valid
+// straight from the copy (gemm_shifted) into a tile of the M x OH * Wq sums, and the valid
 // columns are written to Y with the bias and epilogue. The copy is one pass over the input
 // where im2col wrote KH * KW (strided) copies; each sum runs over k in the order the im2col
 // path uses.
@@ -73,24 +73,30 @@ void pad_planes(const Shifted& g, const float* x, int64_t c0, int64_t c1, float*
   }
 }
 
-// Output channels [m0, m1) of one image: the valid columns of the sums, + bias (when there is
-// one), + residual, then the activation — the micro-kernel epilogue's operations in its order.
-void write_out(const Shifted& g, const float* sums, const float* b, const ConvEpilogue& e,
-               const float* res, float* y, int64_t m0, int64_t m1) {
+// Rows [m0, m0 + rows) and sum columns [j0, j0 + cols) of one image, from a tile of sums with
+// row stride ld: the valid columns (ow < OW) + bias (when there is one), + residual, then the
+// activation, the micro-kernel epilogue's operations in its order.
+void write_tile(const Shifted& g, const float* tile, int64_t ld, int64_t m0, int64_t rows,
+                int64_t j0, int64_t cols, const float* b, const ConvEpilogue& e,
+                const float* res, float* y) {
   const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
-  for (int64_t m = m0; m < m1; ++m) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t m = m0 + i;
     const __m512 bias = _mm512_set1_ps(b != nullptr ? b[m] : 0.0f);
-    for (int64_t oh = 0; oh < g.OH; ++oh) {
-      const float* s = sums + m * g.P + oh * g.Wq;
+    for (int64_t p = j0; p < j0 + cols;) {
+      const int64_t oh = p / g.Wq, row_end = std::min(j0 + cols, (oh + 1) * g.Wq);
+      const int64_t ow_end = std::min(g.OW, row_end - oh * g.Wq);
+      const float* s = tile + i * ld + oh * g.Wq - j0;
       const int64_t at = (m * g.OH + oh) * g.OW;
-      for (int64_t ow = 0; ow < g.OW; ow += 16) {
-        const int64_t left = g.OW - ow;
+      for (int64_t ow = p - oh * g.Wq; ow < ow_end; ow += 16) {
+        const int64_t left = ow_end - ow;
         const __mmask16 k = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
         __m512 v = _mm512_maskz_loadu_ps(k, s + ow);
         if (b != nullptr) v = _mm512_add_ps(v, bias);
         if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + at + ow));
         _mm512_mask_storeu_ps(y + at + ow, k, activate(v, e.act, lo, hi));
       }
+      p = row_end;
     }
   }
 }
@@ -128,28 +134,37 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
       }
     }
   }
-  // The last panel reads up to kGemmNR - 1 columns past P, and the last tap (KW - 1) * DW more.
-  const int64_t slack = kGemmNR + (g.KW - 1) * g.DW;
-  thread_local std::vector<float> padded, sums;
-  float* xp = scratch(padded, static_cast<size_t>(g.C * plane + slack));
-  float* s = scratch(sums, static_cast<size_t>(g.M * g.P));
-  std::fill(xp + g.C * plane, xp + g.C * plane + slack, 0.0f);
-  // Tasks: column blocks of 512 sums x row tiles of 4 micro-panels, sizes from the shape only.
+  // Tasks: (image, column block of 512 sums, row tile of 4 micro-panels), sizes from the shape
+  // only; images are padded and multiplied in rounds of enough of them for 4 tasks a thread.
   const int64_t tn = 512, tm = 4 * kGemmMR;
-  const int64_t ctiles = (g.P + tn - 1) / tn, mtiles = (g.M + tm - 1) / tm;
-  for (int64_t n = 0; n < p.N; ++n) {
-    const float* xn = x + n * g.C * g.H * g.W;
-    parallel_for(threads, g.C, [&](int64_t c0, int64_t c1) { pad_planes(g, xn, c0, c1, xp); });
-    parallel_for(threads, ctiles * mtiles, [&](int64_t begin, int64_t end) {
+  const int64_t mtiles = (g.M + tm - 1) / tm, per_image = (g.P + tn - 1) / tn * mtiles;
+  const int64_t round = std::clamp<int64_t>((4 * threads + per_image - 1) / per_image, 1, p.N);
+  // The last panel reads up to kGemmNR - 1 columns past P, and the last tap (KW - 1) * DW more.
+  const int64_t image = g.C * plane, slack = kGemmNR + (g.KW - 1) * g.DW;
+  thread_local std::vector<float> padded;
+  float* xp = scratch(padded, static_cast<size_t>(round * image + slack));
+  std::fill(xp + round * image, xp + round * image + slack, 0.0f);
+  const int64_t in = g.C * g.H * g.W, out = g.M * g.OH * g.OW;
+  for (int64_t n0 = 0; n0 < p.N; n0 += round) {
+    const int64_t images = std::min(round, p.N - n0);
+    parallel_for(threads, images * g.C, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        const int64_t m0 = (t % mtiles) * tm, j0 = (t / mtiles) * tn;
-        gemm_shifted(std::min(tm, g.M - m0), std::min(tn, g.P - j0), k, packed_w + m0 * k,
-                     xp + j0, boff.data(), s + m0 * g.P + j0, g.P);
+        const int64_t i = t / g.C, c = t % g.C;
+        pad_planes(g, x + (n0 + i) * in, c, c + 1, xp + i * image);
       }
     });
-    const int64_t out = n * g.M * g.OH * g.OW;
-    parallel_for(threads, g.M, [&](int64_t m0, int64_t m1) {
-      write_out(g, s, b, e, e.residual != nullptr ? e.residual + out : nullptr, y + out, m0, m1);
+    parallel_for(threads, images * per_image, [&](int64_t begin, int64_t end) {
+      thread_local std::vector<float> sums;
+      float* tile = scratch(sums, static_cast<size_t>(tm * tn));
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t i = t / per_image, m0 = (t % per_image % mtiles) * tm;
+        const int64_t j0 = (t % per_image / mtiles) * tn;
+        const int64_t rows = std::min(tm, g.M - m0), cols = std::min(tn, g.P - j0);
+        gemm_shifted(rows, cols, k, packed_w + m0 * k, xp + i * image + j0, boff.data(), tile, tn);
+        const int64_t at = (n0 + i) * out;
+        write_tile(g, tile, tn, m0, rows, j0, cols, b, e,
+                   e.residual != nullptr ? e.residual + at : nullptr, y + at);
+      }
     });
   }
   return true;
