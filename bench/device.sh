@@ -6,9 +6,12 @@
 #   2. bench/calibration/run_device.sh: `ptq calibrate --method entropy` on ResNet-18 (exported
 #      there by scripts/export_models.py) with --backend cpu and vulkan, 256 and 2,048 samples,
 #      against ONNX Runtime's quantize_static with 256 samples, with peak RSS;
-#   3. splitk: ResNet-18 batch 32 forward with PTQ_VULKAN_SPLIT_K = 1 (off), 2, 3, 4 and the
-#      per-step GPU times (PTQ_VULKAN_TIMING), to decide where split-K pays.
-# Logs go to OUT (default /tmp/ptq-device). Usage: bench/device.sh [gpu] [calib] [splitk]
+#   3. splitk: ResNet-18 batch 32 forward with PTQ_VULKAN_SPLIT_K = each of SPLITS (default
+#      1 (off) to 16) and every convolution's GPU time (PTQ_VULKAN_TIMING), to see where
+#      split-K pays;
+#   4. phases: where a Vulkan calibration's fixed cost goes (device start-up, 32 vs 256 samples,
+#      one pass vs two, the first-run breakdown).
+# Logs go to OUT (default /tmp/ptq-device). Usage: bench/device.sh [gpu] [calib] [splitk] [phases]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${DIST:-$root/.dist}"
@@ -32,12 +35,40 @@ if [[ " $steps " == *" gpu "* ]]; then
     | tee "$out/gpu.log"
 fi
 if [[ " $steps " == *" splitk "* ]]; then
-  for s in 1 2 3 4; do
+  for s in ${SPLITS:-1 2 3 4 6 8 12 16}; do
     echo "PTQ_VULKAN_SPLIT_K=$s"
-    PTQ_VULKAN_SPLIT_K=$s "$dist/ptq_vulkan_bench" resnet18 32
+    PTQ_VULKAN_SPLIT_K=$s "$dist/ptq_vulkan_bench" resnet18 32 | grep '"resnet18"'
     PTQ_VULKAN_SPLIT_K=$s PTQ_VULKAN_TIMING=1 "$dist/ptq_vulkan_bench" resnet18 32 2>&1 >/dev/null \
-      | grep -E 'Conv|conv' | head -40
+      | grep -E "GPU time|Conv node|Conv  "
   done 2>&1 | tee "$out/splitk.log"
+fi
+if [[ " $steps " == *" phases "* ]]; then
+  # Where a Vulkan calibration's fixed cost goes: device start-up alone, then 32 and 256
+  # samples with min-max (one pass) and entropy (two), each a whole process; then one entropy
+  # run with PTQ_VULKAN_TIMING (first-run breakdown per program).
+  models=/tmp/ptq-models work=/tmp/ptq-phases
+  mkdir -p "$models" "$work"
+  [ -f "$models/resnet18.onnx" ] || python3 "$root/scripts/export_models.py" resnet18 "$models" 2>&1 | tail -1
+  for n in 32 256; do
+    [ -f "$work/c$n.npy" ] || python3 "$root/bench/calibration/make_samples.py" "$work/c$n.npy" "$n" --seed 0
+  done
+  TIMEFORMAT="%R s"
+  {
+    echo "ptq info --devices:"; time "$dist/ptq" info --devices >/dev/null
+    echo "ptq info model:"; time "$dist/ptq" info "$models/resnet18.onnx" >/dev/null
+    for n in 32 256; do
+      for m in minmax entropy; do
+        for b in vulkan cpu; do
+          echo "calibrate $m $b $n samples:"
+          time "$dist/ptq" calibrate "$models/resnet18.onnx" --data "$work/c$n.npy" --method $m \
+            --batch 32 --backend $b --quiet -o "$work/$m-$b-$n.json"
+        done
+      done
+    done
+    echo "PTQ_VULKAN_TIMING=1 calibrate entropy vulkan 256:"
+    PTQ_VULKAN_TIMING=1 "$dist/ptq" calibrate "$models/resnet18.onnx" --data "$work/c256.npy" \
+      --method entropy --batch 32 --backend vulkan --quiet -o "$work/t.json" 2>&1 | head -60
+  } 2>&1 | tee "$out/phases.log"
 fi
 if [[ " $steps " == *" calib "* ]]; then
   models=/tmp/ptq-models

@@ -72,7 +72,7 @@ void StepTimer::report(const std::vector<std::string>& labels, const std::vector
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return ms_[static_cast<size_t>(a)] > ms_[static_cast<size_t>(b)]; });
   fmt::print(stderr, "ptq: vulkan: costliest steps:\n");
-  for (size_t i = 0; i < std::min<size_t>(12, order.size()); ++i) {
+  for (size_t i = 0; i < std::min<size_t>(24, order.size()); ++i) {
     const int s = order[i];
     if (!timed_[static_cast<size_t>(s)]) break;
     fmt::print(stderr, "  {:9.3f} ms  {}\n", ms_[static_cast<size_t>(s)] / n, labels[static_cast<size_t>(s)]);
