@@ -9,6 +9,7 @@
 
 #include "gemm_vulkan.h"
 #include "op.h"
+#include "split_k.h"
 
 namespace ptq::vulkan {
 
@@ -126,25 +127,6 @@ struct SplitReducePush {
   uint32_t total, M, N, P, splits, out_img, out_group, has_bias, act;
   float act_min, act_max;
 };
-
-// How the K of an implicit-GEMM convolution is cut: `splits` slices of `k_split` elements.
-struct SplitK {
-  int64_t splits = 1;
-  int64_t k_split = 0;
-};
-
-// Up to `most` slices (VulkanOptions::conv_split_k, at most 16), each at least 256 long and a
-// multiple of every tile's K step; one slice when the partial sums would not fit 32-bit
-// indexing. Split-K is for tiles that underfill the device; it is off by default until
-// measured on real GPUs.
-SplitK split_k(int64_t k, int64_t outputs, int64_t most) {
-  SplitK s;
-  s.splits = std::clamp<int64_t>(k / 256, 1, std::clamp<int64_t>(most, 1, 16));
-  if (s.splits * outputs >= (int64_t{1} << 31)) s.splits = 1;
-  s.k_split = ((k + s.splits - 1) / s.splits + 15) / 16 * 16;
-  s.splits = (k + s.k_split - 1) / s.k_split;  // rounding k_split up may leave fewer slices
-  return s;
-}
 
 struct DirectPush {
   uint32_t n, OC, OH, OW, IC, H, W, KH, KW;
@@ -329,7 +311,7 @@ Expected<std::unique_ptr<VulkanOp>> make_conv_vulkan(const OpBuild& b) {
   SplitK split;
   if (kind == ConvOp::Kind::kImplicit) {
     PTQ_ASSIGN_OR_RETURN(ktable, conv_ktable(b.ctx, g));
-    split = split_k(k, g.n * g.oc * p, b.conv_split_k);
+    split = split_k(blocks_to_fill(b.ctx), ocg, g.n * p, g.groups, k, b.conv_split_k);
     if (split.splits > 1) {
       const int64_t bytes = split.splits * g.oc * g.n * p * static_cast<int64_t>(sizeof(float));
       PTQ_ASSIGN_OR_RETURN(partial, Buffer::create(b.ctx, static_cast<size_t>(bytes), Buffer::Kind::kDevice));

@@ -75,7 +75,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 int conv_split_k(const VulkanOptions& options) {
   if (options.conv_split_k > 0) return options.conv_split_k;
   const char* env = std::getenv("PTQ_VULKAN_SPLIT_K");
-  return env != nullptr ? std::max(std::atoi(env), 1) : 1;
+  return env != nullptr ? std::max(std::atoi(env), 0) : 0;
 }
 
 // The observed values of `blk` whose statistics the GPU computes (float32 on the device).

@@ -7,10 +7,14 @@
 
 namespace ptq::vulkan {
 
-GemmTile gemm_tile(const Context& ctx, int64_t m, int64_t n, int64_t batch) {
+int64_t blocks_to_fill(const Context& ctx) {
   // A GPU wants a block per multiprocessor at least (132 on an H100; core Vulkan does not say
   // how many there are); a CPU device (lavapipe) runs a few blocks per core at a time.
-  const int64_t enough = ctx.info().type == "CPU" ? 4 : 132;
+  return ctx.info().type == "CPU" ? 4 : 132;
+}
+
+GemmTile gemm_tile(const Context& ctx, int64_t m, int64_t n, int64_t batch) {
+  const int64_t enough = blocks_to_fill(ctx);
   auto blocks = [&](int64_t bm, int64_t bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch; };
   if (m >= 128 && n >= 128 && blocks(128, 128) >= enough) return {128, 128, "_l"};
   if (m >= 48 && m <= 64 && n >= 256 && blocks(64, 256) >= enough) return {64, 256, "_w"};

@@ -31,6 +31,9 @@ struct GemmTile {
   const char* suffix = "";
 };
 
+// How many workgroups a dispatch needs to keep `ctx` busy: one per multiprocessor on a GPU.
+int64_t blocks_to_fill(const Context& ctx);
+
 // The largest block tile (128x128 "_l", 64x256 "_w", 64x128 "_m", 64x64) that still gives `ctx` enough
 // blocks to keep busy and does not leave most of a tile's rows empty.
 GemmTile gemm_tile(const Context& ctx, int64_t m, int64_t n, int64_t batch);

@@ -31,7 +31,7 @@ struct OpBuild {
   int64_t opset = 0;
   std::vector<ValueDesc> inputs;   // one per node input
   std::vector<ValueDesc> outputs;  // one per node output
-  int conv_split_k = 1;            // most K slices a convolution may be split into
+  int conv_split_k = 0;            // split-K: 0 auto, 1 off, N up to N slices (split_k.h)
 
   const ValueDesc& in(size_t i) const { return inputs[i]; }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].present; }

@@ -117,7 +117,7 @@ struct BuildEnv {
   // Initializers uploaded once for every program (by name).
   std::unordered_map<std::string, Buffer>& uploaded;
   int64_t& uploaded_bytes;
-  int conv_split_k = 1;  // VulkanOptions::conv_split_k, resolved
+  int conv_split_k = 0;  // VulkanOptions::conv_split_k, resolved (0: auto)
 };
 
 // Builds and records a program. `facts` has every value's dtype and shape for these inputs,
