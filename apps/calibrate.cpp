@@ -20,6 +20,7 @@
 #include "backend_options.h"
 #include "command.h"
 #include "data_options.h"
+#include "phase_times.h"
 #include "progress.h"
 #include "run_date.h"
 #include "ptq/calib_cache.h"
@@ -85,7 +86,9 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(co.date, run_date());
 
+  PhaseTimes times;
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
+  times.mark("load model");
   std::optional<calib::CalibrationTable> common;
   if (!o.ranges.empty()) {
     calib::Warnings warnings;
@@ -96,7 +99,9 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
     co.common_ranges = &*common;
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
+  times.mark("open data");
   PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+  times.mark("start backend");
 
   co.all_tensors = o.all_tensors;
   co.ignore_nonfinite = o.ignore_nonfinite;
@@ -122,6 +127,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
                        calibration::calibrate(model, *engine.executor, dataset, co));
   line.finish();
+  times.mark("calibrate");
   if (o.ignore_nonfinite && !global.quiet) report_nonfinite(table);
 
   PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.out, {.format = calib::CacheFormat::kJson}));
@@ -130,6 +136,9 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
     wo.trt = trt_options;
     PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.trt_cache, wo));
   }
+  times.mark("write caches");
+  engine = Engine{};
+  times.mark("release backend");
   return Status::ok();
 }
 

@@ -44,8 +44,8 @@ if [[ " $steps " == *" splitk "* ]]; then
 fi
 if [[ " $steps " == *" phases "* ]]; then
   # Where a Vulkan calibration's fixed cost goes: device start-up alone, then 32 and 256
-  # samples with min-max (one pass) and entropy (two), each a whole process; then one entropy
-  # run with PTQ_VULKAN_TIMING (first-run breakdown per program).
+  # samples with min-max (one pass) and entropy (two), each a whole process with its phases
+  # (PTQ_TIMING); then one entropy run with PTQ_VULKAN_TIMING (first-run breakdown per program).
   models=/tmp/ptq-models work=/tmp/ptq-phases
   mkdir -p "$models" "$work"
   [ -f "$models/resnet18.onnx" ] || python3 "$root/scripts/export_models.py" resnet18 "$models" 2>&1 | tail -1
@@ -60,7 +60,7 @@ if [[ " $steps " == *" phases "* ]]; then
       for m in minmax entropy; do
         for b in vulkan cpu; do
           echo "calibrate $m $b $n samples:"
-          time "$dist/ptq" calibrate "$models/resnet18.onnx" --data "$work/c$n.npy" --method $m \
+          time PTQ_TIMING=1 "$dist/ptq" calibrate "$models/resnet18.onnx" --data "$work/c$n.npy" --method $m \
             --batch 32 --backend $b --quiet -o "$work/$m-$b-$n.json"
         done
       done
