@@ -1,15 +1,12 @@
-// ir::Model -> ModelProto, save_model (inline or external data, chosen by option or by size)
-// and graph_hash.
+// ir::Model -> ModelProto and save_model (inline or external data, chosen by option or by
+// size).
 #include <limits>
 
 #include <fmt/format.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "proto.h"
 #include "ptq/onnx.h"
 #include "ptq/util/atomic_file.h"
-#include "sha256.h"
 
 namespace ptq::onnx {
 
@@ -104,18 +101,6 @@ Status write_external(const ir::Graph& g, const ExternalPlan& plan, ::onnx::Grap
 }
 
 // A ZeroCopyOutputStream feeding SHA-256, so hashing a large graph needs no serialized copy.
-class HashStream : public google::protobuf::io::CopyingOutputStream {
- public:
-  explicit HashStream(Sha256& h) : h_(h) {}
-  bool Write(const void* buffer, int size) override {
-    h_.update(buffer, static_cast<size_t>(size));
-    return true;
-  }
-
- private:
-  Sha256& h_;
-};
-
 }  // namespace
 
 void graph_to_proto(const ir::Graph& g, ::onnx::GraphProto* p, bool initializer_data) {
@@ -197,20 +182,6 @@ Status save_model(const ir::Model& model, const fs::path& path, const SaveOption
     return runtime_error("cannot serialize the model to '{}'", path.string());
   }
   return file.commit();
-}
-
-std::string graph_hash(const ir::Model& model) {
-  ::onnx::GraphProto gp;
-  graph_to_proto(model.graph, &gp, /*initializer_data=*/true);
-  Sha256 h;
-  {
-    HashStream sink(h);
-    google::protobuf::io::CopyingOutputStreamAdaptor adaptor(&sink);
-    google::protobuf::io::CodedOutputStream out(&adaptor);
-    out.SetSerializationDeterministic(true);
-    gp.SerializeToCodedStream(&out);
-  }
-  return h.hex_digest();
 }
 
 }  // namespace ptq::onnx

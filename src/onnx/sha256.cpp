@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ptq/onnx.h"
+#include "sha256_x86.h"
 
 namespace ptq::onnx {
 
@@ -24,9 +25,20 @@ uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 }  // namespace
 
-Sha256::Sha256()
+Sha256::Sha256(Impl impl)
     : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-         0x5be0cd19} {}
+         0x5be0cd19} {
+  static const bool available = sha256_x86_available();
+  hardware_ = impl == Impl::kBest && available;
+}
+
+void Sha256::blocks(const uint8_t* p, size_t n) {
+  if (hardware_) {
+    sha256_x86_blocks(h_.data(), p, n);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) block(p + 64 * i);
+}
 
 void Sha256::block(const uint8_t* p) {
   std::array<uint32_t, 64> w;
@@ -77,10 +89,12 @@ void Sha256::update(const void* data, size_t size) {
     p += take;
     size -= take;
     if (buf_len_ < 64) return;
-    block(buf_.data());
+    blocks(buf_.data(), 1);
     buf_len_ = 0;
   }
-  for (; size >= 64; p += 64, size -= 64) block(p);
+  blocks(p, size / 64);
+  p += size / 64 * 64;
+  size %= 64;
   if (size > 0) {
     std::memcpy(buf_.data(), p, size);
     buf_len_ = size;

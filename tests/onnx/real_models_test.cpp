@@ -30,6 +30,7 @@ void round_trip(const ir::Model& model, const fs::path& file, const fs::path& ou
   ASSERT_TRUE(back) << back.status().message();
   expect_models_eq(model, *back);
   EXPECT_EQ(po::graph_hash(model), po::graph_hash(*back));
+  EXPECT_EQ(po::graph_hash(model), reference_graph_hash(model));
 
   ::onnx::ModelProto original = read_proto(file);
   ::onnx::ModelProto saved = read_proto(saved_path);

@@ -389,8 +389,11 @@ TEST(CheckModel, AcceptsValidAndRejectsInvalid) {
 
 TEST(GraphHash, StableAndSensitive) {
   ir::Model m = model_with_all_dtypes();
+  m.graph.doc_string = "graph doc";  // fields after the initializers, and in one
+  m.graph.mutable_initializers().front().doc_string = "first weight";
   const std::string h = po::graph_hash(m);
   EXPECT_EQ(h.size(), 64u);
+  EXPECT_EQ(h, reference_graph_hash(m));  // every dtype, strings, a scalar, an empty tensor
   TempDir dir;
   po::SaveOptions ext;
   ext.external_data = true;

@@ -10,11 +10,14 @@
 #include <random>
 #include <string>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/message_differencer.h>
 
 #include "onnx/onnx_pb.h"
 #include "ptq/ir.h"
 #include "ptq/onnx.h"
+#include "proto.h"
 
 namespace ptq::testing {
 
@@ -42,6 +45,21 @@ class TempDir {
  private:
   fs::path path_;
 };
+
+// graph_hash as first written: the whole GraphProto, weights copied in, serialized
+// deterministically and hashed (graph_hash.cpp now streams the same bytes without the copy).
+inline std::string reference_graph_hash(const ir::Model& m) {
+  ::onnx::GraphProto gp;
+  onnx::graph_to_proto(m.graph, &gp, /*initializer_data=*/true);
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    gp.SerializeToCodedStream(&out);
+  }
+  return onnx::sha256_hex(bytes);
+}
 
 inline void write_bytes(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary);
