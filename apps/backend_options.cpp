@@ -1,6 +1,7 @@
 #include "backend_options.h"
 
 #include <cstdio>
+#include <future>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,8 +27,25 @@ bool vulkan_available() {
 #endif
 }
 
+#ifdef PTQ_HAVE_VULKAN
+struct EarlyDevice::Opening {
+  std::future<Expected<std::unique_ptr<vulkan::OpenedDevice>>> device;
+};
+
+EarlyDevice::EarlyDevice(const BackendOptions& options) {
+  if (options.backend != "vulkan") return;
+  opening = std::make_unique<Opening>();
+  opening->device = std::async(std::launch::async, vulkan::open_vulkan_device, options.device);
+}
+#else
+struct EarlyDevice::Opening {};
+EarlyDevice::EarlyDevice(const BackendOptions&) {}
+#endif
+
+EarlyDevice::~EarlyDevice() = default;
+
 Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& options, int threads,
-                             bool quiet) {
+                             bool quiet, EarlyDevice* early) {
   Engine e;
   if (options.backend == "cpu") {
     if (options.strict || options.device != 0) {
@@ -51,10 +69,15 @@ Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& optio
                  fmt::join(nodes, "; "));
     };
   }
-  PTQ_ASSIGN_OR_RETURN(e.executor, vulkan::make_vulkan_executor(model, vo));
+  std::unique_ptr<vulkan::OpenedDevice> opened;
+  if (early != nullptr && early->opening != nullptr && early->opening->device.valid()) {
+    PTQ_ASSIGN_OR_RETURN(opened, early->opening->device.get());
+  }
+  PTQ_ASSIGN_OR_RETURN(e.executor, vulkan::make_vulkan_executor(model, vo, std::move(opened)));
   return e;
 #else
   (void)quiet;
+  (void)early;
   return usage_error("--backend vulkan: this build has no Vulkan backend");
 #endif
 }

@@ -87,6 +87,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(co.date, run_date());
 
   PhaseTimes times;
+  EarlyDevice early(o.backend);  // opens while the model loads
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   times.mark("load model");
   std::optional<calib::CalibrationTable> common;
@@ -100,7 +101,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   times.mark("open data");
-  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet, &early));
   times.mark("start backend");
 
   co.all_tensors = o.all_tensors;

@@ -55,10 +55,32 @@ struct DeviceInfo {
 // loader or driver can be found.
 Expected<std::vector<DeviceInfo>> list_vulkan_devices();
 
-// An executor running `model` on Vulkan device `options.device`. `model` is borrowed and must
-// outlive the executor. Observers get ObservedTensor::host == nullptr for tensors that live on
-// the device; their statistics run as shaders there and only the results are read back.
-Expected<std::unique_ptr<runtime::Executor>> make_vulkan_executor(const ir::Model& model,
-                                                                   const VulkanOptions& options);
+class Context;
+
+// A Vulkan device opened before its model is known. Starting a device costs 0.1-0.2 s with
+// some drivers (the H100's: ~0.17 s), so a command can open it on another thread while the
+// model loads, then hand it to make_vulkan_executor.
+class OpenedDevice {
+ public:
+  explicit OpenedDevice(std::unique_ptr<Context> context);
+  ~OpenedDevice();
+  OpenedDevice(const OpenedDevice&) = delete;
+  OpenedDevice& operator=(const OpenedDevice&) = delete;
+  std::unique_ptr<Context> take();
+
+ private:
+  std::unique_ptr<Context> context_;
+};
+
+// Opens device `index` of list_vulkan_devices() (Vulkan 1.2 and a compute queue needed).
+Expected<std::unique_ptr<OpenedDevice>> open_vulkan_device(int index);
+
+// An executor running `model` on Vulkan device `options.device`, or on `opened` when given
+// (opened by open_vulkan_device(options.device)). `model` is borrowed and must outlive the
+// executor. Observers get ObservedTensor::host == nullptr for tensors that live on the device;
+// their statistics run as shaders there and only the results are read back.
+Expected<std::unique_ptr<runtime::Executor>> make_vulkan_executor(
+    const ir::Model& model, const VulkanOptions& options,
+    std::unique_ptr<OpenedDevice> opened = nullptr);
 
 }  // namespace ptq::vulkan

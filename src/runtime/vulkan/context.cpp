@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "shader_table.h"
+#include "timing.h"
 
 namespace ptq::vulkan {
 
@@ -170,7 +172,9 @@ Expected<std::unique_ptr<Context>> Context::create(int index) {
 }
 
 Status Context::init(int index) {
+  const auto t0 = std::chrono::steady_clock::now();
   PTQ_ASSIGN_OR_RETURN(instance_, create_instance());
+  const double instance_ms = ms_since(t0);
   const std::vector<VkPhysicalDevice> devices = physical_devices(instance_);
   if (devices.empty()) return runtime_error("vulkan: the loader found no device");
   if (index < 0 || index >= static_cast<int>(devices.size())) {
@@ -202,8 +206,10 @@ Status Context::init(int index) {
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   dci.pEnabledFeatures = &features;
+  const auto t1 = std::chrono::steady_clock::now();
   PTQ_VK(vkCreateDevice(physical_, &dci, nullptr, &device_));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  const double device_ms = ms_since(t1);
 
   VkCommandPoolCreateInfo pci{};
   pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
@@ -213,11 +219,17 @@ Status Context::init(int index) {
   VkFenceCreateInfo fci{};
   fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   PTQ_VK(vkCreateFence(device_, &fci, nullptr, &fence_));
+  const auto t2 = std::chrono::steady_clock::now();
   open_pipeline_cache();
   if (pipeline_cache_ == VK_NULL_HANDLE) {
     VkPipelineCacheCreateInfo cci{};
     cci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
     PTQ_VK(vkCreatePipelineCache(device_, &cci, nullptr, &pipeline_cache_));
+  }
+  if (timing_wanted()) {
+    fmt::print(stderr, "ptq: vulkan: started in {:.1f} ms: instance {:.1f} ms, device {:.1f} ms, pipeline "
+               "cache {:.1f} ms ({} bytes read)\n", ms_since(t0), instance_ms, device_ms, ms_since(t2),
+               cache_loaded_bytes_);
   }
   return Status::ok();
 }
@@ -290,16 +302,26 @@ void Context::save_pipeline_cache() {
 }
 
 Context::~Context() {
+  const auto t0 = std::chrono::steady_clock::now();
+  double cache_ms = 0.0, device_ms = 0.0;
   if (device_ != VK_NULL_HANDLE) {
     vkDeviceWaitIdle(device_);
     pipelines_.clear();
+    const auto t1 = std::chrono::steady_clock::now();
     save_pipeline_cache();
+    cache_ms = ms_since(t1);
     if (pipeline_cache_ != VK_NULL_HANDLE) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
     if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
     if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
+    const auto t2 = std::chrono::steady_clock::now();
     vkDestroyDevice(device_, nullptr);
+    device_ms = ms_since(t2);
   }
   if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
+  if (timing_wanted() && device_ != VK_NULL_HANDLE) {
+    fmt::print(stderr, "ptq: vulkan: stopped in {:.1f} ms: pipeline cache saved {:.1f} ms, device "
+               "destroyed {:.1f} ms\n", ms_since(t0), cache_ms, device_ms);
+  }
 }
 
 Expected<uint32_t> Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,

@@ -21,6 +21,7 @@
 #include "ptq/ir/owned_copy.h"
 #include "ptq/vulkan.h"
 #include "statistics_vulkan.h"
+#include "timing.h"
 
 namespace ptq::vulkan {
 
@@ -62,16 +63,6 @@ void parallel_copy(void* dst, const void* src, size_t bytes, int threads) {
   }
 }
 
-// PTQ_VULKAN_TIMING=1 prints where the first run of each program spends its time.
-bool timing_wanted() {
-  static const bool wanted = std::getenv("PTQ_VULKAN_TIMING") != nullptr;
-  return wanted;
-}
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 int conv_split_k(const VulkanOptions& options) {
   if (options.conv_split_k > 0) return options.conv_split_k;
   const char* env = std::getenv("PTQ_VULKAN_SPLIT_K");
@@ -100,8 +91,12 @@ class VulkanExecutor final : public runtime::Executor {
         histograms_(*ctx_) {}
 
   ~VulkanExecutor() override {
+    const auto t0 = std::chrono::steady_clock::now();
     vkDeviceWaitIdle(ctx_->device());
     for (auto& [key, prog] : programs_) free_commands(*prog);
+    programs_.clear();
+    uploaded_.clear();
+    if (timing_wanted()) fmt::print(stderr, "ptq: vulkan: programs and constants freed in {:.1f} ms\n", ms_since(t0));
   }
 
   Expected<runtime::NamedTensors> run(const runtime::NamedTensors& inputs,
@@ -373,11 +368,24 @@ Expected<runtime::NamedTensors> VulkanExecutor::run(const runtime::NamedTensors&
 
 }  // namespace
 
+OpenedDevice::OpenedDevice(std::unique_ptr<Context> context) : context_(std::move(context)) {}
+OpenedDevice::~OpenedDevice() = default;
+std::unique_ptr<Context> OpenedDevice::take() { return std::move(context_); }
+
+Expected<std::unique_ptr<OpenedDevice>> open_vulkan_device(int index) {
+  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, Context::create(index));
+  return std::make_unique<OpenedDevice>(std::move(ctx));
+}
+
 Expected<std::unique_ptr<runtime::Executor>> make_vulkan_executor(const ir::Model& model,
-                                                                   const VulkanOptions& options) {
+                                                                   const VulkanOptions& options,
+                                                                   std::unique_ptr<OpenedDevice> opened) {
   PTQ_ASSIGN_OR_RETURN(std::unordered_set<std::string> statics, static_values(model.graph));
   std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
-  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, Context::create(options.device));
+  std::unique_ptr<Context> ctx = opened != nullptr ? opened->take() : nullptr;
+  if (ctx == nullptr) {
+    PTQ_ASSIGN_OR_RETURN(ctx, Context::create(options.device));
+  }
   return std::unique_ptr<runtime::Executor>(std::make_unique<VulkanExecutor>(
       model, options, std::move(ctx), std::move(cpu), std::move(statics)));
 }
