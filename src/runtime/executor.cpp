@@ -1,5 +1,6 @@
 // The executor: runs a Plan step by step with pooled buffers, views and observers.
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "fusion.h"
 #include "plan.h"
 #include "pool_allocator.h"
+#include "step_times.h"
 #include "ptq/ir/owned_copy.h"
 #include "ptq/runtime.h"
 
@@ -98,6 +100,7 @@ class PlanExecutor final : public Executor {
   int64_t weight_bytes_ = 0;
   int64_t fused_ = 0;  // nodes of this run folded into a kernel
   RunStats stats_;
+  StepTimes times_;  // PTQ_CPU_TIMING
 };
 
 Status PlanExecutor::bind_inputs(const NamedTensors& inputs) {
@@ -315,17 +318,25 @@ Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
     began = true;
     for (int32_t id : plan_.real_inputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
     for (int32_t id : plan_.constants) PTQ_RETURN_IF_ERROR(observe(id, observers));
-    for (const ScheduleItem& item : schedule_) {
+    for (size_t i = 0; i < schedule_.size(); ++i) {
+      const ScheduleItem& item = schedule_[i];
       const bool alone = item.step >= 0;
+      const auto t0 = std::chrono::steady_clock::now();
       if (alone) {
         PTQ_RETURN_IF_ERROR(run_step(static_cast<size_t>(item.step)));
       } else {
         PTQ_RETURN_IF_ERROR(run_chain(chains_[item.chain]));
       }
+      const auto t1 = std::chrono::steady_clock::now();
       const PlanStep& io = alone ? plan_.steps[item.step] : chains_[item.chain].io;
       for (int32_t id : io.outputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
       for (int32_t id : item.release) release(id);
+      if (times_.on()) {
+        const ir::Node& node = model_.graph.nodes[plan_.steps[alone ? item.step : chains_[item.chain].head].node];
+        times_.add(i, schedule_.size(), node.label() + (alone ? "" : " (fused)"), node.op_type, t0, t1);
+      }
     }
+    if (times_.on()) times_.end_run();
     return Status::ok();
   }();
   stats_ = RunStats{weight_bytes_, pool_.peak_bytes(), pool_.pool_bytes(),

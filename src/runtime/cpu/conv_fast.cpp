@@ -441,16 +441,14 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
   int64_t parts = 1;
   if (units < 4 && mg >= 128) parts = std::min<int64_t>((4 + units - 1) / units, mg / 64);
   if (parts == 1) {
-    parallel_for(threads, units, [&](int64_t begin, int64_t end) {
+    parallel_tasks(threads, units, [&](int64_t u) {
       float* col = scratch(static_cast<size_t>(col_floats));
-      for (int64_t u = begin; u < end; ++u) {
-        int64_t n = 0, grp = 0, c0 = 0, t = 0;
-        unit_at(u, n, grp, c0, t);
-        const float* xg = x + (n * g.C + grp * cg) * g.H * g.W;
-        pack_unit(g, pointwise, xg, cg, k, c0, t, col);
-        const int64_t at = (n * g.M + grp * mg) * hw + c0;
-        gemm_packed(mg, t, k, pw + grp * group_floats, col, y + at, hw, epilogue(grp * mg, at));
-      }
+      int64_t n = 0, grp = 0, c0 = 0, t = 0;
+      unit_at(u, n, grp, c0, t);
+      const float* xg = x + (n * g.C + grp * cg) * g.H * g.W;
+      pack_unit(g, pointwise, xg, cg, k, c0, t, col);
+      const int64_t at = (n * g.M + grp * mg) * hw + c0;
+      gemm_packed(mg, t, k, pw + grp * group_floats, col, y + at, hw, epilogue(grp * mg, at));
     });
     return;
   }

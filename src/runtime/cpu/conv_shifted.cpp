@@ -135,10 +135,12 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
     }
   }
   // Tasks: (image, column block of 512 sums, row tile of 4 micro-panels), sizes from the shape
-  // only; images are padded and multiplied in rounds of enough of them for 4 tasks a thread.
+  // only, handed out one at a time; images are padded and multiplied in even rounds of enough
+  // of them for about 8 tasks a thread.
   const int64_t tn = 512, tm = 4 * kGemmMR;
   const int64_t mtiles = (g.M + tm - 1) / tm, per_image = (g.P + tn - 1) / tn * mtiles;
-  const int64_t round = std::clamp<int64_t>((4 * threads + per_image - 1) / per_image, 1, p.N);
+  const int64_t rounds = std::clamp<int64_t>(p.N * per_image / (8 * int64_t{threads}), 1, p.N);
+  const int64_t round = (p.N + rounds - 1) / rounds;
   // The last panel reads up to kGemmNR - 1 columns past P, and the last tap (KW - 1) * DW more.
   const int64_t image = g.C * plane, slack = kGemmNR + (g.KW - 1) * g.DW;
   thread_local std::vector<float> padded;
@@ -153,18 +155,16 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
         pad_planes(g, x + (n0 + i) * in, c, c + 1, xp + i * image);
       }
     });
-    parallel_for(threads, images * per_image, [&](int64_t begin, int64_t end) {
+    parallel_tasks(threads, images * per_image, [&](int64_t t) {
       thread_local std::vector<float> sums;
       float* tile = scratch(sums, static_cast<size_t>(tm * tn));
-      for (int64_t t = begin; t < end; ++t) {
-        const int64_t i = t / per_image, m0 = (t % per_image % mtiles) * tm;
-        const int64_t j0 = (t % per_image / mtiles) * tn;
-        const int64_t rows = std::min(tm, g.M - m0), cols = std::min(tn, g.P - j0);
-        gemm_shifted(rows, cols, k, packed_w + m0 * k, xp + i * image + j0, boff.data(), tile, tn);
-        const int64_t at = (n0 + i) * out;
-        write_tile(g, tile, tn, m0, rows, j0, cols, b, e,
-                   e.residual != nullptr ? e.residual + at : nullptr, y + at);
-      }
+      const int64_t i = t / per_image, m0 = (t % per_image % mtiles) * tm;
+      const int64_t j0 = (t % per_image / mtiles) * tn;
+      const int64_t rows = std::min(tm, g.M - m0), cols = std::min(tn, g.P - j0);
+      gemm_shifted(rows, cols, k, packed_w + m0 * k, xp + i * image + j0, boff.data(), tile, tn);
+      const int64_t at = (n0 + i) * out;
+      write_tile(g, tile, tn, m0, rows, j0, cols, b, e,
+                 e.residual != nullptr ? e.residual + at : nullptr, y + at);
     });
   }
   return true;

@@ -235,4 +235,19 @@ void parallel_for(int threads, int64_t n, F&& fn, int64_t min_per_thread = 1) {
   }
 }
 
+// Calls fn(i) for every i in [0, n) on up to `threads` OpenMP threads, handing out one index
+// at a time: for tasks of uneven cost (edge tiles), where an even split leaves threads idle.
+// As with parallel_for, results do not depend on which thread runs a task.
+template <typename F>
+void parallel_tasks(int threads, int64_t n, F&& fn) {
+  if (n <= 0) return;
+  const int t = static_cast<int>(std::min<int64_t>(std::max(threads, 1), n));
+  if (t <= 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+#pragma omp parallel for num_threads(t) schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
 }  // namespace ptq::runtime::cpu
