@@ -19,26 +19,29 @@ Expected<Buffer> Buffer::create(Context& ctx, size_t bytes, Kind kind) {
   PTQ_VK(vkCreateBuffer(b.device_, &bci, nullptr, &b.buffer_));
   VkMemoryRequirements req{};
   vkGetBufferMemoryRequirements(b.device_, b.buffer_, &req);
+  const bool mapped = kind != Kind::kDevice;
   const VkMemoryPropertyFlags required =
-      kind == Kind::kStaging
-          ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
-          : VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+      mapped ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
+             : VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   // Staging read back by the host is faster from cached memory when the device offers it.
   const VkMemoryPropertyFlags preferred =
-      kind == Kind::kStaging ? required | VK_MEMORY_PROPERTY_HOST_CACHED_BIT : required;
+      kind == Kind::kStaging  ? required | VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+      : kind == Kind::kUpload ? required | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+                              : required;
   PTQ_ASSIGN_OR_RETURN(uint32_t type, ctx.memory_type(req.memoryTypeBits, required, preferred));
   VkMemoryAllocateInfo mai{};
   mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = type;
   const VkResult r = vkAllocateMemory(b.device_, &mai, nullptr, &b.memory_);
+  if (r != VK_SUCCESS && kind == Kind::kUpload) return create(ctx, bytes, Kind::kStaging);  // BAR full
   if (r != VK_SUCCESS) {
     return runtime_error("vulkan: cannot allocate {} bytes of {} memory ({})", req.size,
-                         kind == Kind::kStaging ? "staging" : "device",
+                         mapped ? "staging" : "device",
                          vk_status(r, "vkAllocateMemory").message());
   }
   PTQ_VK(vkBindBufferMemory(b.device_, b.buffer_, b.memory_, 0));
-  if (kind == Kind::kStaging) PTQ_VK(vkMapMemory(b.device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_));
+  if (mapped) PTQ_VK(vkMapMemory(b.device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_));
   return b;
 }
 

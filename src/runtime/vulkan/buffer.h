@@ -16,7 +16,10 @@ namespace ptq::vulkan {
 
 class Buffer {
  public:
-  enum class Kind { kDevice, kStaging };
+  // kUpload: host-written staging for inputs, placed in device-local memory the host can map
+  // (a GPU's BAR) where the device has it, so the host's copy is the only trip over the bus;
+  // else as kStaging.
+  enum class Kind { kDevice, kStaging, kUpload };
 
   Buffer() = default;
   // A buffer of at least `bytes` (rounded up to 256). Staging buffers are host-visible,

@@ -385,10 +385,14 @@ Status Builder::layout_arena() {
 }
 
 Status Builder::allocate_staging() {
-  auto staging_for = [&](int id) -> Status {
+  // PTQ_VULKAN_UPLOAD=bar: inputs staged in host-visible device memory (measuring it).
+  const char* upload_env = std::getenv("PTQ_VULKAN_UPLOAD");
+  const bool bar = upload_env != nullptr && std::string(upload_env) == "bar";
+  auto staging_for = [&](int id, bool upload) -> Status {
     Value& v = val(id);
     if (v.staging >= 0) return Status::ok();
-    PTQ_ASSIGN_OR_RETURN(Buffer b, Buffer::create(env.ctx, std::max<size_t>(v.bytes(), 4), Buffer::Kind::kStaging));
+    const Buffer::Kind kind = upload && bar ? Buffer::Kind::kUpload : Buffer::Kind::kStaging;
+    PTQ_ASSIGN_OR_RETURN(Buffer b, Buffer::create(env.ctx, std::max<size_t>(v.bytes(), 4), kind));
     prog.staging_bytes += static_cast<int64_t>(b.size());
     v.staging = static_cast<int>(prog.staging.size());
     prog.staging.push_back(std::move(b));
@@ -396,8 +400,8 @@ Status Builder::allocate_staging() {
   };
   int slots = 0;
   for (Block& blk : prog.blocks) {
-    for (int id : blk.uploads) PTQ_RETURN_IF_ERROR(staging_for(id));
-    for (int id : blk.downloads) PTQ_RETURN_IF_ERROR(staging_for(id));
+    for (int id : blk.uploads) PTQ_RETURN_IF_ERROR(staging_for(id, true));
+    for (int id : blk.downloads) PTQ_RETURN_IF_ERROR(staging_for(id, false));
     blk.stats_first = slots;
     for (int id : blk.observed) {
       if (ir::dtype_size(val(id).dtype) == 4 && val(id).dtype == ir::DType::kFloat32) {
