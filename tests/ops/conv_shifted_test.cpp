@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conv.h"
+#include "op_test_util.h"
 #include "gemm_packed.h"
 
 namespace ptq::runtime::cpu {
@@ -22,10 +23,7 @@ struct Case {
 };
 
 std::vector<float> randoms(std::mt19937& rng, int64_t n) {
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = d(rng);
-  return v;
+  return test::random_floats(rng, n, -1.0f, 1.0f);
 }
 
 // A random geometry conv_shifted takes (wide enough outputs, kernel above 1x1).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conv.h"
+#include "op_test_util.h"
 
 namespace ptq::runtime::cpu {
 namespace {
@@ -20,10 +21,7 @@ struct Case {
 };
 
 std::vector<float> randoms(std::mt19937& rng, int64_t n) {
-  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = d(rng);
-  return v;
+  return test::random_floats(rng, n, -2.0f, 2.0f);
 }
 
 // A random depthwise 3x3 geometry the kernel takes (output at least 1 x 1).

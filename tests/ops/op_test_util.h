@@ -85,6 +85,13 @@ inline ir::Tensor random_float(const ir::Shape& shape, std::mt19937& rng, float 
   return t;
 }
 
+inline std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
 inline ir::Tensor random_int64(const ir::Shape& shape, std::mt19937& rng, int64_t lo, int64_t hi) {
   ir::Tensor t(ir::DType::kInt64, shape);
   std::uniform_int_distribution<int64_t> d(lo, hi);

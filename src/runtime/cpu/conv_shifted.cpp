@@ -134,11 +134,14 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
       }
     }
   }
-  // Tasks: (image, column block of 512 sums, row tile of 4 micro-panels), sizes from the shape
-  // only, handed out one at a time; images are padded and multiplied in even rounds of enough
-  // of them for about 8 tasks a thread.
-  const int64_t tn = 512, tm = 4 * kGemmMR;
-  const int64_t mtiles = (g.M + tm - 1) / tm, per_image = (g.P + tn - 1) / tn * mtiles;
+  // Tasks: (image, column block of up to 512 sums, row tile of 4 micro-panels), handed out one
+  // at a time; column blocks narrow (to 64) while the batch gives fewer than 8 tasks a thread,
+  // and images are padded and multiplied in even rounds of enough of them for about 8 tasks a
+  // thread. (Tiling never changes a sum: each element is summed over k in the same order.)
+  const int64_t tm = 4 * kGemmMR, mtiles = (g.M + tm - 1) / tm;
+  int64_t tn = 512;
+  while (tn > 2 * kGemmNR && p.N * ((g.P + tn - 1) / tn) * mtiles < 8 * int64_t{threads}) tn /= 2;
+  const int64_t per_image = (g.P + tn - 1) / tn * mtiles;
   const int64_t rounds = std::clamp<int64_t>(p.N * per_image / (8 * int64_t{threads}), 1, p.N);
   const int64_t round = (p.N + rounds - 1) / rounds;
   // The last panel reads up to kGemmNR - 1 columns past P, and the last tap (KW - 1) * DW more.

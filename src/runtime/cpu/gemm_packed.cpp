@@ -263,6 +263,28 @@ void pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float
   }
 }
 
+namespace {
+
+// The blocking both GEMMs share: for each block of kNc columns (B block in L2), each kKc slice
+// of k, each MR-row micro-panel of A (in L1) and each NR-column panel, fn(i0, rows, j0, cols, k0,
+// kc) computes that tile's slice of the sum.
+template <typename F>
+void for_each_tile(int64_t m, int64_t n, int64_t k, F&& fn) {
+  for (int64_t j1 = 0; j1 < n; j1 += kNc) {
+    const int64_t j1_end = std::min(n, j1 + kNc);
+    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+      const int64_t kc = std::min(kKc, k - k0);
+      for (int64_t i0 = 0; i0 < m; i0 += MR) {
+        for (int64_t j0 = j1; j0 < j1_end; j0 += NR) {
+          fn(i0, std::min(MR, m - i0), j0, std::min(NR, n - j0), k0, kc);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* pb, float* c,
                  int64_t ldc, const GemmEpilogue& e) {
   if (m <= 0 || n <= 0) return;
@@ -276,32 +298,23 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
     }
     return;
   }
-  for (int64_t j1 = 0; j1 < n; j1 += kNc) {
-    const int64_t j1_end = std::min(n, j1 + kNc);
-    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
-      const int64_t kc = std::min(kKc, k - k0);
-      for (int64_t i0 = 0; i0 < m; i0 += MR) {
-        const int64_t rows = std::min(MR, m - i0);
-        for (int64_t j0 = j1; j0 < j1_end; j0 += NR) {
-          const Tile t{kc,
-                       pa + i0 * k + k0 * MR,
-                       pb + j0 * k + k0 * NR,
-                       c + i0 * ldc + j0,
-                       ldc,
-                       std::min(NR, n - j0),
-                       k0 == 0,
-                       k0 + kc == k,
-                       e.row_bias != nullptr ? e.row_bias + i0 : nullptr,
-                       e.residual != nullptr ? e.residual + i0 * e.ldr + j0 : nullptr,
-                       e.ldr,
-                       e.act,
-                       e.lo,
-                       e.hi};
-          kMicro[static_cast<size_t>(rows - 1)](t);
-        }
-      }
-    }
-  }
+  for_each_tile(m, n, k, [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
+    const Tile t{kc,
+                 pa + i0 * k + k0 * MR,
+                 pb + j0 * k + k0 * NR,
+                 c + i0 * ldc + j0,
+                 ldc,
+                 cols,
+                 k0 == 0,
+                 k0 + kc == k,
+                 e.row_bias != nullptr ? e.row_bias + i0 : nullptr,
+                 e.residual != nullptr ? e.residual + i0 * e.ldr + j0 : nullptr,
+                 e.ldr,
+                 e.act,
+                 e.lo,
+                 e.hi};
+    kMicro[static_cast<size_t>(rows - 1)](t);
+  });
 }
 
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
@@ -312,21 +325,10 @@ bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float*
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return true;
   }
-  // The blocking of gemm_packed: an A micro-panel of kKc steps in L1, the B block in L2.
-  for (int64_t j1 = 0; j1 < n; j1 += kNc) {
-    const int64_t j1_end = std::min(n, j1 + kNc);
-    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
-      const int64_t kc = std::min(kKc, k - k0);
-      for (int64_t i0 = 0; i0 < m; i0 += MR) {
-        const int64_t rows = std::min(MR, m - i0);
-        for (int64_t j0 = j1; j0 < j1_end; j0 += NR) {
-          kShifted[static_cast<size_t>(rows - 1)](kc, pa + i0 * k + k0 * MR, b + j0, boff + k0,
-                                                  c + i0 * ldc + j0, ldc, std::min(NR, n - j0),
-                                                  k0 == 0);
-        }
-      }
-    }
-  }
+  for_each_tile(m, n, k, [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
+    kShifted[static_cast<size_t>(rows - 1)](kc, pa + i0 * k + k0 * MR, b + j0, boff + k0,
+                                            c + i0 * ldc + j0, ldc, cols, k0 == 0);
+  });
   return true;
 #else
   (void)m, (void)n, (void)k, (void)pa, (void)b, (void)boff, (void)c, (void)ldc;
