@@ -10,8 +10,11 @@
 #      1 (off) to 16) and every convolution's GPU time (PTQ_VULKAN_TIMING), to see where
 #      split-K pays;
 #   4. phases: where a Vulkan calibration's fixed cost goes (device start-up, 32 vs 256 samples,
-#      one pass vs two, the first-run breakdown).
-# Logs go to OUT (default /tmp/ptq-device). Usage: bench/device.sh [gpu] [calib] [splitk] [phases]
+#      one pass vs two, the first-run breakdown);
+#   5. upload: ResNet-18 batch 32 with inputs staged in host memory vs device memory (BAR);
+#   6. cputime: a 16-thread CPU entropy calibration's phases and per-step times.
+# Logs go to OUT (default /tmp/ptq-device).
+# Usage: bench/device.sh [gpu] [calib] [splitk] [phases] [upload] [cputime]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${DIST:-$root/.dist}"
@@ -69,6 +72,23 @@ if [[ " $steps " == *" phases "* ]]; then
     PTQ_VULKAN_TIMING=1 "$dist/ptq" calibrate "$models/resnet18.onnx" --data "$work/c256.npy" \
       --method entropy --batch 32 --backend vulkan --quiet -o "$work/t.json" 2>&1 | head -60
   } 2>&1 | tee "$out/phases.log"
+fi
+if [[ " $steps " == *" upload "* ]]; then
+  # Input staging in host memory (default) against host-visible device memory (the BAR).
+  for i in 1 2 3; do
+    for mode in host bar; do
+      echo "PTQ_VULKAN_UPLOAD=$mode $(PTQ_VULKAN_UPLOAD=$mode "$dist/ptq_vulkan_bench" resnet18 32 | grep '"resnet18"')"
+    done
+  done 2>&1 | tee "$out/upload.log"
+fi
+if [[ " $steps " == *" cputime "* ]]; then
+  # Where a 16-thread CPU calibration goes: phases and the CPU executor's per-step times.
+  models=/tmp/ptq-models work=/tmp/ptq-phases
+  mkdir -p "$models" "$work"
+  [ -f "$models/resnet18.onnx" ] || python3 "$root/scripts/export_models.py" resnet18 "$models" 2>&1 | tail -1
+  [ -f "$work/c256.npy" ] || python3 "$root/bench/calibration/make_samples.py" "$work/c256.npy" 256 --seed 0
+  PTQ_TIMING=1 PTQ_CPU_TIMING=1 "$dist/ptq" calibrate "$models/resnet18.onnx" --data "$work/c256.npy" \
+    --method entropy --batch 32 --backend cpu --quiet -o "$work/cputime.json" 2>&1 | tee "$out/cputime.log"
 fi
 if [[ " $steps " == *" calib "* ]]; then
   models=/tmp/ptq-models
