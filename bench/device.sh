@@ -74,7 +74,7 @@ if [[ " $steps " == *" phases "* ]]; then
   } 2>&1 | tee "$out/phases.log"
 fi
 if [[ " $steps " == *" upload "* ]]; then
-  # Input staging in host memory (default) against host-visible device memory (the BAR).
+  # Input staging in host memory against host-visible device memory (the BAR, the default).
   for i in 1 2 3; do
     for mode in host bar; do
       echo "PTQ_VULKAN_UPLOAD=$mode $(PTQ_VULKAN_UPLOAD=$mode "$dist/ptq_vulkan_bench" resnet18 32 | grep '"resnet18"')"

@@ -1,8 +1,8 @@
 // The conv on shifted rows of a padded, phase-split input (conv_shifted.cpp) against the
 // float64-accumulating reference conv on random shapes (fixed seeds): kernels 1x2 to 5x5,
-// strides 1 to 3, dilations, asymmetric pads, batches, row counts that leave partial
-// micro-panels; bit-identical
-// for any thread count, and its fused residual + activation bit-identical to the separate ops.
+// strides 1 to 3, dilations, asymmetric pads, batches, 8-24 input channels, row counts that
+// leave partial micro-panels; bit-identical for any thread count, and its fused residual +
+// activation bit-identical to the separate ops.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -34,7 +34,7 @@ Case random_case(std::mt19937& rng) {
   Case c;
   ConvParams& p = c.p;
   p.N = pick(1, 3);  // several images: conv_shifted pads and multiplies them in rounds
-  p.C = pick(1, 20);
+  p.C = pick(8, 24);  // fewer input channels (an RGB stem) stay on im2col
   p.M = pick(1, 40);
   p.G = 1;
   do {
@@ -148,6 +148,9 @@ TEST(OpsConvShifted, DeclinesOtherGeometries) {
   Case one = c;
   one.p.w.kernel = {1, 1};
   EXPECT_FALSE(conv_shifted(one.p, one.x.data(), one.packed.data(), nullptr, y.data(), {}, 1));
+  Case rgb = c;  // a stem: the x and packed buffers are larger than 3 channels need
+  rgb.p.C = 3;
+  EXPECT_FALSE(conv_shifted(rgb.p, rgb.x.data(), rgb.packed.data(), nullptr, y.data(), {}, 1));
 }
 
 }  // namespace
