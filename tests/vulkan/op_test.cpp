@@ -233,6 +233,47 @@ TEST(VulkanOps, ConvSplitK) {
   check_cases(cases, options);
 }
 
+// Add + Relu and Sub + Clip (ResNet's residual pattern) fold into one binary pass, broadcast
+// included; Mean + Relu is not folded (its scale comes after the sum) and still applies the Relu.
+TEST(VulkanOps, BinaryWithFoldedActivation) {
+  std::mt19937 rng(18);
+  for (const char* op : {"Add", "Sub", "Mean"}) {
+    for (const char* act : {"Relu", "Clip"}) {
+      ir::Model model;
+      model.set_opset("", 17);
+      ir::Node bin = ir::make_node(op, "bin", {"a", "b"}, {"s"});
+      ir::Node activation = ir::make_node(act, "act", {"s"}, {"y"});
+      if (std::string(act) == "Clip") activation.inputs = {"s", "lo", "hi"};
+      model.graph.nodes = {bin, activation};
+      ir::ValueInfo a;
+      a.name = "a";
+      a.type.dtype = ir::DType::kFloat32;
+      ir::ValueInfo y;
+      y.name = "y";
+      model.graph.inputs = {a};
+      model.graph.outputs = {y};
+      model.graph.set_initializer("b", random_tensor(rng, {1, 8, 1, 1}));  // broadcast
+      model.graph.set_initializer("lo", ir::make_tensor<float>({}, {-0.25f}));
+      model.graph.set_initializer("hi", ir::make_tensor<float>({}, {0.5f}));
+      const ir::Tensor in = random_tensor(rng, {2, 8, 5, 7});
+      auto cpu_backend = runtime::make_cpu_backend();
+      auto cpu = runtime::Executor::create(model, *cpu_backend);
+      ASSERT_TRUE(cpu.has_value()) << cpu.status().message();
+      auto want = (*cpu)->run({{"a", in.view()}});
+      ASSERT_TRUE(want.has_value()) << want.status().message();
+      auto gpu = make_vulkan_executor(model, strict_options());
+      ASSERT_TRUE(gpu.has_value()) << gpu.status().message();
+      auto got = (*gpu)->run({{"a", in.view()}});
+      ASSERT_TRUE(got.has_value()) << got.status().message();
+      const std::string what = fmt::format("{} + {}", op, act);
+      expect_close((*got)[0].second, (*want)[0].second, kSum, what);
+      int64_t clamped = 0;
+      for (float v : (*got)[0].second.span<const float>()) clamped += v <= 0.0f || v == 0.5f ? 1 : 0;
+      EXPECT_GT(clamped, 0) << what << ": the activation was not applied";
+    }
+  }
+}
+
 // A Relu folded into a split-K convolution is applied after the slices are summed.
 TEST(VulkanOps, ConvSplitKWithRelu) {
   std::mt19937 rng(17);

@@ -28,6 +28,8 @@ struct BinaryPush {
   std::array<uint32_t, 6> dims{};
   std::array<int32_t, 6> sa{};
   std::array<int32_t, 6> sb{};
+  uint32_t act = 0;  // a folded Relu / Clip (Activation), applied by the last step
+  float act_min = 0.0f, act_max = 0.0f;
 };
 
 // Row-major strides of `in` broadcast against `out` (0 on broadcast dims), aligned right.
@@ -93,6 +95,15 @@ class BinaryOp final : public VulkanOp {
  public:
   BinaryOp(int code, std::vector<BinaryPush> steps, float mean_scale)
       : code_(code), steps_(std::move(steps)), mean_scale_(mean_scale) {}
+
+  // The activation runs in the last binary step; Mean's scale comes after that, so not there.
+  bool fuse(const Activation& act) override {
+    if (mean_scale_ != 1.0f || steps_.empty() || steps_.back().act != 0) return false;
+    steps_.back().act = act.kind;
+    steps_.back().act_min = act.min;
+    steps_.back().act_max = act.max;
+    return true;
+  }
 
   Status record(Recorder& rec, std::span<const DeviceTensor* const> in,
                 std::span<const DeviceTensor> out) override {

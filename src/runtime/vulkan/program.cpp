@@ -167,8 +167,9 @@ Status Builder::make_steps(const std::vector<size_t>& order) {
   return Status::ok();
 }
 
-// Conv/Gemm/MatMul followed by Relu or Clip: the activation moves into the GEMM epilogue when
-// nothing else needs the pre-activation value; the activation node becomes a view.
+// Conv/Gemm/MatMul or an elementwise binary op (Add, ...) followed by Relu or Clip: the
+// activation moves into the producer's epilogue when nothing else needs the pre-activation
+// value; the activation node becomes a view.
 void Builder::fuse_activations() {
   std::vector<int> uses(prog.values.size(), 0);
   for (const Step& st : prog.steps) {
@@ -183,7 +184,9 @@ void Builder::fuse_activations() {
     if (xv.producer_step < 0 || xv.observed || xv.graph_output || uses[static_cast<size_t>(x)] != 1) continue;
     Step& prod = prog.steps[static_cast<size_t>(xv.producer_step)];
     const std::string& op = graph.nodes[prod.node].op_type;
-    if (prod.kind != StepKind::kGpu || (op != "Conv" && op != "Gemm" && op != "MatMul")) continue;
+    static const std::set<std::string> kProducers = {"Conv", "Gemm", "MatMul", "Add", "Sub",
+                                                     "Mul", "Div", "Max", "Min", "Sum"};
+    if (prod.kind != StepKind::kGpu || kProducers.count(op) == 0) continue;
     std::optional<Activation> act = fusable_activation(op_build(st));
     if (!act || !prod.op->fuse(*act)) continue;
     st.kind = StepKind::kView;

@@ -1,6 +1,7 @@
 #version 450
-// c = op(a, b) with numpy broadcasting: a and b are read through strides (0 on a broadcast dim)
-// over the output's dims, collapsed by the host to at most 6.
+// c = act(op(a, b)) with numpy broadcasting: a and b are read through strides (0 on a broadcast
+// dim) over the output's dims, collapsed by the host to at most 6; act is a folded Relu or Clip
+// (ResNet's residual Add + Relu in one pass).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(local_size_x = 256) in;
@@ -15,7 +16,15 @@ layout(push_constant) uniform Params {
   uint dims[6];
   int sa[6];
   int sb[6];
+  uint act;  // 0 none, 1 relu, 2 clip
+  float act_min, act_max;
 } p;
+
+float activated(float v) {
+  if (p.act == 1u) return max(v, 0.0);
+  if (p.act == 2u) return min(max(v, p.act_min), p.act_max);
+  return v;
+}
 
 float apply(float x, float y) {
   switch (p.op) {
@@ -42,12 +51,12 @@ float apply(float x, float y) {
 void main() {
   GRID_STRIDE(i, p.n) {
     if (p.contiguous == 1u) {
-      c[i] = apply(a[i], b[i]);
+      c[i] = activated(apply(a[i], b[i]));
     } else {
       int ia, ib;
       STRIDED_INDEX(ia, i, p.rank, p.dims, p.sa);
       STRIDED_INDEX(ib, i, p.rank, p.dims, p.sb);
-      c[i] = apply(a[ia], b[ib]);
+      c[i] = activated(apply(a[ia], b[ib]));
     }
   }
 }
