@@ -6,11 +6,11 @@
 //   ...load...      times.mark("load model");
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace ptq::apps {
 

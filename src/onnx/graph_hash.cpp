@@ -7,11 +7,11 @@
 // and each initializer is written as tag 5, its length, then its own pieces. (Copying the
 // 45 MB of ResNet-18's weights into a proto took ~200 ms, page faults included, on every
 // calibration; the hash itself is ~30 ms with the SHA extensions.)
-#include <string>
-#include <vector>
-
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <string>
+#include <vector>
 
 #include "proto.h"
 #include "ptq/onnx.h"

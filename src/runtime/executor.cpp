@@ -82,6 +82,8 @@ class PlanExecutor final : public Executor {
   Status prepare_observers(std::span<Observer* const> observers);
   Status observe(int32_t id, std::span<Observer* const> observers);
   void clear();
+  void note_time(size_t i, std::chrono::steady_clock::time_point t0,
+                 std::chrono::steady_clock::time_point t1);
 
   const ir::Model& model_;
   Backend& backend_;
@@ -284,6 +286,16 @@ void PlanExecutor::choose_schedule() {
   scheduled_ = true;
 }
 
+// PTQ_CPU_TIMING: schedule item i ran from t0 to t1 (a chain is named by its head node).
+void PlanExecutor::note_time(size_t i, std::chrono::steady_clock::time_point t0,
+                             std::chrono::steady_clock::time_point t1) {
+  const ScheduleItem& item = schedule_[i];
+  const bool alone = item.step >= 0;
+  const size_t head = alone ? static_cast<size_t>(item.step) : chains_[item.chain].head;
+  const ir::Node& node = model_.graph.nodes[plan_.steps[head].node];
+  times_.add(i, schedule_.size(), node.label() + (alone ? "" : " (fused)"), node.op_type, t0, t1);
+}
+
 void PlanExecutor::clear() {
   for (size_t id = 0; id < slots_.size(); ++id) {
     if (slots_[id].set || slots_[id].block != nullptr) release(static_cast<int32_t>(id));
@@ -331,10 +343,7 @@ Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
       const PlanStep& io = alone ? plan_.steps[item.step] : chains_[item.chain].io;
       for (int32_t id : io.outputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
       for (int32_t id : item.release) release(id);
-      if (times_.on()) {
-        const ir::Node& node = model_.graph.nodes[plan_.steps[alone ? item.step : chains_[item.chain].head].node];
-        times_.add(i, schedule_.size(), node.label() + (alone ? "" : " (fused)"), node.op_type, t0, t1);
-      }
+      if (times_.on()) note_time(i, t0, t1);
     }
     if (times_.on()) times_.end_run();
     return Status::ok();

@@ -1,10 +1,10 @@
 #include "step_times.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <numeric>
-
-#include <fmt/format.h>
 
 namespace ptq::runtime {
 
@@ -17,7 +17,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 void StepTimes::add(size_t i, size_t count, const std::string& label, const std::string& op,
-                    std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
+                    std::chrono::steady_clock::time_point t0,
+                    std::chrono::steady_clock::time_point t1) {
   if (ms_.size() != count) {  // a new schedule (another input shape or observer set)
     report();
     ms_.assign(count, 0.0);
@@ -42,7 +43,8 @@ void StepTimes::report() const {
     by_op[ops_[i]].first += ms_[i] / n;
     ++by_op[ops_[i]].second;
   }
-  for (const auto& [op, v] : by_op) fmt::print(stderr, "  {:<20} {:>3} items {:9.3f} ms\n", op, v.second, v.first);
+  for (const auto& [op, v] : by_op)
+    fmt::print(stderr, "  {:<20} {:>3} items {:9.3f} ms\n", op, v.second, v.first);
   std::vector<size_t> order(ms_.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ms_[a] > ms_[b]; });

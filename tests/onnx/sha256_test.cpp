@@ -1,3 +1,5 @@
+#include "sha256.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -5,7 +7,6 @@
 #include <vector>
 
 #include "ptq/onnx.h"
-#include "sha256.h"
 
 // FIPS 180-2 appendix B test vectors.
 TEST(Sha256, FipsVectors) {

@@ -268,7 +268,9 @@ TEST(VulkanOps, BinaryWithFoldedActivation) {
       const std::string what = fmt::format("{} + {}", op, act);
       expect_close((*got)[0].second, (*want)[0].second, kSum, what);
       int64_t clamped = 0;
-      for (float v : (*got)[0].second.span<const float>()) clamped += v <= 0.0f || v == 0.5f ? 1 : 0;
+      for (float v : (*got)[0].second.span<const float>()) {
+        clamped += v <= 0.0f || v == 0.5f ? 1 : 0;
+      }
       EXPECT_GT(clamped, 0) << what << ": the activation was not applied";
     }
   }

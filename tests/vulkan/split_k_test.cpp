@@ -1,8 +1,8 @@
 // The split-K rule (split_k.h) on the H100's ResNet-18 batch-32 convolutions (132 blocks fill
 // it) and on forced and degenerate cuts. No device needed.
-#include <gtest/gtest.h>
-
 #include "split_k.h"
+
+#include <gtest/gtest.h>
 
 namespace ptq::vulkan {
 namespace {
@@ -36,7 +36,7 @@ TEST(VulkanSplitK, ForcedAndOffAndDegenerate) {
   const SplitK odd = split_k(kH100, 24, 200, 1, 603, 2);       // K not a multiple of 16
   EXPECT_EQ(odd.splits, 2);
   EXPECT_EQ(odd.k_split, 304);
-  EXPECT_EQ(split_k(kH100, 8, 8, 1, 200, 0).splits, 1);        // K under 512
+  EXPECT_EQ(split_k(kH100, 8, 8, 1, 200, 0).splits, 1);  // K under 512
   // Partial sums past 32-bit indexing: no split.
   EXPECT_EQ(split_k(kH100, 1 << 16, 1 << 14, 1, 4608, 4).splits, 1);
 }

@@ -298,7 +298,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
     }
     return;
   }
-  for_each_tile(m, n, k, [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
+  auto tile = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
     const Tile t{kc,
                  pa + i0 * k + k0 * MR,
                  pb + j0 * k + k0 * NR,
@@ -314,7 +314,8 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
                  e.lo,
                  e.hi};
     kMicro[static_cast<size_t>(rows - 1)](t);
-  });
+  };
+  for_each_tile(m, n, k, tile);
 }
 
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
@@ -325,10 +326,11 @@ bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float*
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return true;
   }
-  for_each_tile(m, n, k, [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
+  auto tile = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
     kShifted[static_cast<size_t>(rows - 1)](kc, pa + i0 * k + k0 * MR, b + j0, boff + k0,
                                             c + i0 * ldc + j0, ldc, cols, k0 == 0);
-  });
+  };
+  for_each_tile(m, n, k, tile);
   return true;
 #else
   (void)m, (void)n, (void)k, (void)pa, (void)b, (void)boff, (void)c, (void)ldc;

@@ -20,9 +20,10 @@ Expected<Buffer> Buffer::create(Context& ctx, size_t bytes, Kind kind) {
   VkMemoryRequirements req{};
   vkGetBufferMemoryRequirements(b.device_, b.buffer_, &req);
   const bool mapped = kind != Kind::kDevice;
+  const VkMemoryPropertyFlags host =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   const VkMemoryPropertyFlags required =
-      mapped ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
-             : VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+      mapped ? host : VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   // Staging read back by the host is faster from cached memory when the device offers it.
   const VkMemoryPropertyFlags preferred =
       kind == Kind::kStaging  ? required | VK_MEMORY_PROPERTY_HOST_CACHED_BIT
@@ -34,8 +35,9 @@ Expected<Buffer> Buffer::create(Context& ctx, size_t bytes, Kind kind) {
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = type;
   const VkResult r = vkAllocateMemory(b.device_, &mai, nullptr, &b.memory_);
-  if (r != VK_SUCCESS && kind == Kind::kUpload) return create(ctx, bytes, Kind::kStaging);  // BAR full
   if (r != VK_SUCCESS) {
+    b.memory_ = VK_NULL_HANDLE;
+    if (kind == Kind::kUpload) return create(ctx, bytes, Kind::kStaging);  // the BAR is full
     return runtime_error("vulkan: cannot allocate {} bytes of {} memory ({})", req.size,
                          mapped ? "staging" : "device",
                          vk_status(r, "vkAllocateMemory").message());

@@ -227,9 +227,10 @@ Status Context::init(int index) {
     PTQ_VK(vkCreatePipelineCache(device_, &cci, nullptr, &pipeline_cache_));
   }
   if (timing_wanted()) {
-    fmt::print(stderr, "ptq: vulkan: started in {:.1f} ms: instance {:.1f} ms, device {:.1f} ms, pipeline "
-               "cache {:.1f} ms ({} bytes read)\n", ms_since(t0), instance_ms, device_ms, ms_since(t2),
-               cache_loaded_bytes_);
+    fmt::print(stderr,
+               "ptq: vulkan: started in {:.1f} ms: instance {:.1f} ms, device {:.1f} ms, "
+               "pipeline cache {:.1f} ms ({} bytes read)\n",
+               ms_since(t0), instance_ms, device_ms, ms_since(t2), cache_loaded_bytes_);
   }
   return Status::ok();
 }

@@ -96,7 +96,9 @@ class VulkanExecutor final : public runtime::Executor {
     for (auto& [key, prog] : programs_) free_commands(*prog);
     programs_.clear();
     uploaded_.clear();
-    if (timing_wanted()) fmt::print(stderr, "ptq: vulkan: programs and constants freed in {:.1f} ms\n", ms_since(t0));
+    if (timing_wanted()) {
+      fmt::print(stderr, "ptq: vulkan: programs and constants freed in {:.1f} ms\n", ms_since(t0));
+    }
   }
 
   Expected<runtime::NamedTensors> run(const runtime::NamedTensors& inputs,
@@ -377,9 +379,8 @@ Expected<std::unique_ptr<OpenedDevice>> open_vulkan_device(int index) {
   return std::make_unique<OpenedDevice>(std::move(ctx));
 }
 
-Expected<std::unique_ptr<runtime::Executor>> make_vulkan_executor(const ir::Model& model,
-                                                                   const VulkanOptions& options,
-                                                                   std::unique_ptr<OpenedDevice> opened) {
+Expected<std::unique_ptr<runtime::Executor>> make_vulkan_executor(
+    const ir::Model& model, const VulkanOptions& options, std::unique_ptr<OpenedDevice> opened) {
   PTQ_ASSIGN_OR_RETURN(std::unordered_set<std::string> statics, static_values(model.graph));
   std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
   std::unique_ptr<Context> ctx = opened != nullptr ? opened->take() : nullptr;
