@@ -12,6 +12,32 @@ namespace {
 constexpr double kExact = 1e-6;
 constexpr double kSum = 1e-4;
 
+// Output 0 of `model` run on its input `name` = `in`, on Vulkan with `options` and on the CPU
+// executor (empty after a reported failure).
+struct Outputs {
+  ir::Tensor gpu, cpu;
+};
+Outputs run_both(const ir::Model& model, const std::string& name, const ir::Tensor& in,
+                 const VulkanOptions& options) {
+  Outputs o;
+  auto cpu_backend = runtime::make_cpu_backend();
+  auto cpu = runtime::Executor::create(model, *cpu_backend);
+  auto gpu = make_vulkan_executor(model, options);
+  if (!cpu.has_value() || !gpu.has_value()) {
+    ADD_FAILURE() << (cpu.has_value() ? gpu.status() : cpu.status()).message();
+    return o;
+  }
+  auto want = (*cpu)->run({{name, in.view()}});
+  auto got = (*gpu)->run({{name, in.view()}});
+  if (!want.has_value() || !got.has_value()) {
+    ADD_FAILURE() << (want.has_value() ? got.status() : want.status()).message();
+    return o;
+  }
+  o.cpu = std::move((*want)[0].second);
+  o.gpu = std::move((*got)[0].second);
+  return o;
+}
+
 TEST(VulkanOps, BinaryBroadcasting) {
   std::vector<Case> cases;
   std::mt19937 rng(1);
@@ -255,20 +281,12 @@ TEST(VulkanOps, BinaryWithFoldedActivation) {
       model.graph.set_initializer("b", random_tensor(rng, {1, 8, 1, 1}));  // broadcast
       model.graph.set_initializer("lo", ir::make_tensor<float>({}, {-0.25f}));
       model.graph.set_initializer("hi", ir::make_tensor<float>({}, {0.5f}));
-      const ir::Tensor in = random_tensor(rng, {2, 8, 5, 7});
-      auto cpu_backend = runtime::make_cpu_backend();
-      auto cpu = runtime::Executor::create(model, *cpu_backend);
-      ASSERT_TRUE(cpu.has_value()) << cpu.status().message();
-      auto want = (*cpu)->run({{"a", in.view()}});
-      ASSERT_TRUE(want.has_value()) << want.status().message();
-      auto gpu = make_vulkan_executor(model, strict_options());
-      ASSERT_TRUE(gpu.has_value()) << gpu.status().message();
-      auto got = (*gpu)->run({{"a", in.view()}});
-      ASSERT_TRUE(got.has_value()) << got.status().message();
+      const Outputs o = run_both(model, "a", random_tensor(rng, {2, 8, 5, 7}), strict_options());
+      ASSERT_FALSE(o.gpu.empty());
       const std::string what = fmt::format("{} + {}", op, act);
-      expect_close((*got)[0].second, (*want)[0].second, kSum, what);
+      expect_close(o.gpu, o.cpu, kSum, what);
       int64_t clamped = 0;
-      for (float v : (*got)[0].second.span<const float>()) {
+      for (float v : o.gpu.span<const float>()) {
         clamped += v <= 0.0f || v == 0.5f ? 1 : 0;
       }
       EXPECT_GT(clamped, 0) << what << ": the activation was not applied";
@@ -293,21 +311,13 @@ TEST(VulkanOps, ConvSplitKWithRelu) {
   model.graph.outputs = {y};
   model.graph.set_initializer("w", random_tensor(rng, {32, 96, 3, 3}));
   model.graph.set_initializer("b", random_tensor(rng, {32}));
-  const ir::Tensor in = random_tensor(rng, {2, 96, 6, 6});
-  auto cpu_backend = runtime::make_cpu_backend();
-  auto cpu = runtime::Executor::create(model, *cpu_backend);
-  ASSERT_TRUE(cpu.has_value()) << cpu.status().message();
-  auto want = (*cpu)->run({{"x", in.view()}});
-  ASSERT_TRUE(want.has_value()) << want.status().message();
   VulkanOptions options = strict_options();
   options.conv_split_k = 2;
-  auto gpu = make_vulkan_executor(model, options);
-  ASSERT_TRUE(gpu.has_value()) << gpu.status().message();
-  auto got = (*gpu)->run({{"x", in.view()}});
-  ASSERT_TRUE(got.has_value()) << got.status().message();
-  expect_close((*got)[0].second, (*want)[0].second, kSum, "split-K Conv + Relu");
+  const Outputs o = run_both(model, "x", random_tensor(rng, {2, 96, 6, 6}), options);
+  ASSERT_FALSE(o.gpu.empty());
+  expect_close(o.gpu, o.cpu, kSum, "split-K Conv + Relu");
   int64_t zeros = 0;
-  for (float v : (*got)[0].second.span<const float>()) zeros += v == 0.0f ? 1 : 0;
+  for (float v : o.gpu.span<const float>()) zeros += v == 0.0f ? 1 : 0;
   EXPECT_GT(zeros, 0) << "the Relu was not applied";
 }
 
