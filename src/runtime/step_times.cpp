@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <map>
 #include <numeric>
+
+#include "ptq/runtime/step_report.h"
 
 namespace ptq::runtime {
 
@@ -36,21 +36,12 @@ void StepTimes::add(size_t i, size_t count, const std::string& label, const std:
 void StepTimes::report() const {
   if (!on_ || runs_ == 0) return;
   const double n = static_cast<double>(runs_);
-  fmt::print(stderr, "ptq: cpu: {:.3f} ms per run over {} runs, observers {:.3f} ms; by op type:\n",
-             std::accumulate(ms_.begin(), ms_.end(), 0.0) / n, runs_, observers_ms_ / n);
-  std::map<std::string, std::pair<double, int>> by_op;
-  for (size_t i = 0; i < ms_.size(); ++i) {
-    by_op[ops_[i]].first += ms_[i] / n;
-    ++by_op[ops_[i]].second;
-  }
-  for (const auto& [op, v] : by_op)
-    fmt::print(stderr, "  {:<20} {:>3} items {:9.3f} ms\n", op, v.second, v.first);
-  std::vector<size_t> order(ms_.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ms_[a] > ms_[b]; });
-  for (size_t k = 0; k < std::min<size_t>(24, order.size()); ++k) {
-    fmt::print(stderr, "  {:9.3f} ms  {}\n", ms_[order[k]] / n, labels_[order[k]]);
-  }
+  const double total = std::accumulate(ms_.begin(), ms_.end(), 0.0) / n;
+  print_step_report("cpu",
+                    fmt::format("ptq: cpu: {:.3f} ms per run over {} runs, observers {:.3f} ms; "
+                                "by op type:",
+                                total, runs_, observers_ms_ / n),
+                    runs_, ms_, std::vector<bool>(ms_.size(), true), labels_, ops_);
 }
 
 }  // namespace ptq::runtime

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <map>
 #include <numeric>
+
+#include "ptq/runtime/step_report.h"
 
 namespace ptq::vulkan {
 
@@ -57,26 +57,10 @@ void StepTimer::collect(int block, int first_step, int end_step) {
 
 void StepTimer::report(const std::vector<std::string>& labels, const std::vector<std::string>& op_types) const {
   if (runs_ == 0) return;
-  const double n = static_cast<double>(runs_);
-  std::map<std::string, std::pair<double, int>> by_op;
-  for (int s = 0; s < steps_; ++s) {
-    if (!timed_[static_cast<size_t>(s)]) continue;
-    auto& [ms, count] = by_op[op_types[static_cast<size_t>(s)]];
-    ms += ms_[static_cast<size_t>(s)] / n;
-    ++count;
-  }
-  const double total = std::accumulate(ms_.begin(), ms_.end(), 0.0) / n;
-  fmt::print(stderr, "ptq: vulkan: GPU time per run {:.3f} ms over {} runs; by op type:\n", total, runs_);
-  for (const auto& [op, v] : by_op) fmt::print(stderr, "  {:<20} {:>3} steps {:9.3f} ms\n", op, v.second, v.first);
-  std::vector<int> order(static_cast<size_t>(steps_));
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return ms_[static_cast<size_t>(a)] > ms_[static_cast<size_t>(b)]; });
-  fmt::print(stderr, "ptq: vulkan: costliest steps:\n");
-  for (size_t i = 0; i < std::min<size_t>(24, order.size()); ++i) {
-    const int s = order[i];
-    if (!timed_[static_cast<size_t>(s)]) break;
-    fmt::print(stderr, "  {:9.3f} ms  {}\n", ms_[static_cast<size_t>(s)] / n, labels[static_cast<size_t>(s)]);
-  }
+  const double total = std::accumulate(ms_.begin(), ms_.end(), 0.0) / static_cast<double>(runs_);
+  const std::string headline =
+      fmt::format("ptq: vulkan: GPU time per run {:.3f} ms over {} runs; by op type:", total, runs_);
+  runtime::print_step_report("vulkan", headline, runs_, ms_, timed_, labels, op_types);
 }
 
 }  // namespace ptq::vulkan
