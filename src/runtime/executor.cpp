@@ -82,8 +82,8 @@ class PlanExecutor final : public Executor {
   Status prepare_observers(std::span<Observer* const> observers);
   Status observe(int32_t id, std::span<Observer* const> observers);
   void clear();
-  void note_time(size_t i, std::chrono::steady_clock::time_point t0,
-                 std::chrono::steady_clock::time_point t1);
+  using TimePoint = std::chrono::steady_clock::time_point;
+  void note_time(size_t i, TimePoint t0, TimePoint t1);
 
   const ir::Model& model_;
   Backend& backend_;
@@ -287,8 +287,7 @@ void PlanExecutor::choose_schedule() {
 }
 
 // PTQ_CPU_TIMING: schedule item i ran from t0 to t1 (a chain is named by its head node).
-void PlanExecutor::note_time(size_t i, std::chrono::steady_clock::time_point t0,
-                             std::chrono::steady_clock::time_point t1) {
+void PlanExecutor::note_time(size_t i, TimePoint t0, TimePoint t1) {
   const ScheduleItem& item = schedule_[i];
   const bool alone = item.step >= 0;
   const size_t head = alone ? static_cast<size_t>(item.step) : chains_[item.chain].head;
@@ -333,13 +332,13 @@ Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
     for (size_t i = 0; i < schedule_.size(); ++i) {
       const ScheduleItem& item = schedule_[i];
       const bool alone = item.step >= 0;
-      const auto t0 = std::chrono::steady_clock::now();
+      const auto t0 = times_.on() ? std::chrono::steady_clock::now() : TimePoint{};
       if (alone) {
         PTQ_RETURN_IF_ERROR(run_step(static_cast<size_t>(item.step)));
       } else {
         PTQ_RETURN_IF_ERROR(run_chain(chains_[item.chain]));
       }
-      const auto t1 = std::chrono::steady_clock::now();
+      const auto t1 = times_.on() ? std::chrono::steady_clock::now() : TimePoint{};
       const PlanStep& io = alone ? plan_.steps[item.step] : chains_[item.chain].io;
       for (int32_t id : io.outputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
       for (int32_t id : item.release) release(id);
