@@ -167,9 +167,9 @@ Status Builder::make_steps(const std::vector<size_t>& order) {
   return Status::ok();
 }
 
-// Conv/Gemm/MatMul or an elementwise binary op (Add, ...) followed by Relu or Clip: the
-// activation moves into the producer's epilogue when nothing else needs the pre-activation
-// value; the activation node becomes a view.
+// A Relu or Clip moves into its producer's epilogue when the producer's op takes it
+// (VulkanOp::fuse: Conv, Gemm/MatMul, the elementwise binary ops) and nothing else needs the
+// pre-activation value; the activation node becomes a view.
 void Builder::fuse_activations() {
   std::vector<int> uses(prog.values.size(), 0);
   for (const Step& st : prog.steps) {
@@ -183,10 +183,7 @@ void Builder::fuse_activations() {
     const Value& xv = val(x);
     if (xv.producer_step < 0 || xv.observed || xv.graph_output || uses[static_cast<size_t>(x)] != 1) continue;
     Step& prod = prog.steps[static_cast<size_t>(xv.producer_step)];
-    const std::string& op = graph.nodes[prod.node].op_type;
-    static const std::set<std::string> kProducers = {"Conv", "Gemm", "MatMul", "Add", "Sub",
-                                                     "Mul", "Div", "Max", "Min", "Sum"};
-    if (prod.kind != StepKind::kGpu || kProducers.count(op) == 0) continue;
+    if (prod.kind != StepKind::kGpu) continue;
     std::optional<Activation> act = fusable_activation(op_build(st));
     if (!act || !prod.op->fuse(*act)) continue;
     st.kind = StepKind::kView;
