@@ -33,6 +33,17 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
   python3 -c 'import torch, onnxruntime; print("torch", torch.__version__, "onnxruntime", onnxruntime.__version__)'
 } 2>&1 | tee "$out/machine.txt"
 
+# ResNet-18 exported there (scripts/export_models.py) and seeded random samples, made once.
+models=/tmp/ptq-models work=/tmp/ptq-phases
+resnet18() {
+  mkdir -p "$models"
+  [ -f "$models/resnet18.onnx" ] || python3 "$root/scripts/export_models.py" resnet18 "$models" 2>&1 | tail -3
+}
+samples() {  # samples N -> $work/cN.npy
+  mkdir -p "$work"
+  [ -f "$work/c$1.npy" ] || python3 "$root/bench/calibration/make_samples.py" "$work/c$1.npy" "$1" --seed 0
+}
+
 if [[ " $steps " == *" gpu "* ]]; then
   PTQ_BENCH_BIN="$dist/ptq_vulkan_bench" bash "$root/bench/gpu/run_device.sh" --cpu --out "$out" 2>&1 \
     | tee "$out/gpu.log"
@@ -49,12 +60,9 @@ if [[ " $steps " == *" phases "* ]]; then
   # Where a Vulkan calibration's fixed cost goes: device start-up alone, then 32 and 256
   # samples with min-max (one pass) and entropy (two), each a whole process with its phases
   # (PTQ_TIMING); then one entropy run with PTQ_VULKAN_TIMING (first-run breakdown per program).
-  models=/tmp/ptq-models work=/tmp/ptq-phases
-  mkdir -p "$models" "$work"
-  [ -f "$models/resnet18.onnx" ] || python3 "$root/scripts/export_models.py" resnet18 "$models" 2>&1 | tail -1
-  for n in 32 256; do
-    [ -f "$work/c$n.npy" ] || python3 "$root/bench/calibration/make_samples.py" "$work/c$n.npy" "$n" --seed 0
-  done
+  resnet18
+  samples 32
+  samples 256
   TIMEFORMAT="%R s"
   {
     echo "ptq info --devices:"; time "$dist/ptq" info --devices >/dev/null
@@ -83,17 +91,13 @@ if [[ " $steps " == *" upload "* ]]; then
 fi
 if [[ " $steps " == *" cputime "* ]]; then
   # Where a 16-thread CPU calibration goes: phases and the CPU executor's per-step times.
-  models=/tmp/ptq-models work=/tmp/ptq-phases
-  mkdir -p "$models" "$work"
-  [ -f "$models/resnet18.onnx" ] || python3 "$root/scripts/export_models.py" resnet18 "$models" 2>&1 | tail -1
-  [ -f "$work/c256.npy" ] || python3 "$root/bench/calibration/make_samples.py" "$work/c256.npy" 256 --seed 0
+  resnet18
+  samples 256
   PTQ_TIMING=1 PTQ_CPU_TIMING=1 "$dist/ptq" calibrate "$models/resnet18.onnx" --data "$work/c256.npy" \
     --method entropy --batch 32 --backend cpu --quiet -o "$work/cputime.json" 2>&1 | tee "$out/cputime.log"
 fi
 if [[ " $steps " == *" calib "* ]]; then
-  models=/tmp/ptq-models
-  mkdir -p "$models"
-  [ -f "$models/resnet18.onnx" ] || python3 "$root/scripts/export_models.py" resnet18 "$models" 2>&1 | tail -3
+  resnet18
   bash "$root/bench/calibration/run_device.sh" "$dist/ptq" --model "$models/resnet18.onnx" \
     --samples "${CALIB_SAMPLES:-256 2048}" --ort-samples 256 --backends "cpu vulkan" 2>&1 \
     | tee "$out/calib.log"
