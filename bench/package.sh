@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packages ptq and ptq_vulkan_bench, built HERE for another x86-64 machine (the GPU machine),
+# Packages ptq, ptq_vulkan_bench and fma_peak, built HERE for another x86-64 machine (the GPU machine),
 # with the shared libraries they need that a bare machine lacks, into DIST (default .dist/):
 #   bench/package.sh [BUILD_DIR] [DIST]
 # BUILD_DIR (default build-dist) is configured with -DPTQ_MARCH=$PTQ_MARCH, default x86-64-v3
@@ -12,10 +12,10 @@ build="${1:-$root/build-dist}"
 dist="${2:-$root/.dist}"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPTQ_MARCH="${PTQ_MARCH:-x86-64-v3}" -DPTQ_TESTS=OFF \
   -DPTQ_BENCH=ON >/dev/null
-cmake --build "$build" --target ptq ptq_vulkan_bench -j "${JOBS:-2}"
+cmake --build "$build" --target ptq ptq_vulkan_bench fma_peak -j "${JOBS:-2}"
 rm -rf "$dist"
 mkdir -p "$dist/lib"
-cp "$build/ptq" "$build/bench/ptq_vulkan_bench" "$dist/"
+cp "$build/ptq" "$build/bench/ptq_vulkan_bench" "$build/bench/fma_peak" "$dist/"
 for bin in "$dist/ptq" "$dist/ptq_vulkan_bench"; do
   ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
