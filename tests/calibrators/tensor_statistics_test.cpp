@@ -75,6 +75,32 @@ TEST(HostTensorStatistics, Float16AndZeroRange) {
   EXPECT_EQ(c2[2047], 1u);
 }
 
+// Values on and next to every bin edge (k * T / 2048 and their float neighbours), T itself,
+// values above T and tiny ones: the binning without a division per value must put each where
+// the spec's division does.
+TEST(HostTensorStatistics, BinEdgesMatchTheDivision) {
+  for (float T : {3.7f, 1.0f, 0.0123f, 6.5e-39f}) {
+    std::vector<float> v;
+    for (int k = 0; k <= 2048; ++k) {
+      const float edge = static_cast<float>(static_cast<double>(k) * T / 2048.0);
+      for (float x : {edge, std::nextafter(edge, 0.0f), std::nextafter(edge, 1e30f)}) {
+        v.push_back(x);
+        v.push_back(-x);
+      }
+    }
+    for (float x : {T, 2 * T, 1e30f, std::numeric_limits<float>::denorm_min()}) v.push_back(x);
+    const ir::Tensor t = ir::make_tensor<float>({static_cast<int64_t>(v.size())}, v);
+    HistogramCounts want{};
+    add_to_histogram(t.span<float>(), T, want);
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("T {} threads {}", T, threads));
+      HistogramCounts got{};
+      runtime::cpu::HostTensorStatistics(t, threads).histogram(T, got);
+      EXPECT_EQ(got, want);
+    }
+  }
+}
+
 // Long runs of one bin (the zeros of a ReLU output) go through 16-bit per-chunk counters:
 // the totals must not wrap, whatever the thread count.
 TEST(HostTensorStatistics, LongRunsOfOneBinDoNotWrap) {
