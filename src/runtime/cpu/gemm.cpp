@@ -64,9 +64,14 @@ void gemm_prepacked(bool trans_a, int64_t m, int64_t n, int64_t k, const float* 
     const int64_t i0 = begin * kGemmMR, rows = std::min(end * kGemmMR, m) - i0;
     pack_a(trans_a, rows, k, trans_a ? a + i0 : a + i0 * lda, lda, pa + i0 * k);
   });
-  const int64_t tm = m * n * k < (int64_t{1} << 18) ? m : 4 * kGemmMR;
-  const int64_t tn = m * n * k < (int64_t{1} << 18) ? n : 8 * kGemmNR;
-  const int64_t rows = (m + tm - 1) / tm, cols = (n + tn - 1) / tn;
+  const bool small = m * n * k < (int64_t{1} << 18);
+  const int64_t tm = small ? m : 4 * kGemmMR;
+  int64_t tn = small ? n : 8 * kGemmNR;
+  const int64_t rows = (m + tm - 1) / tm;
+  // Few rows (a classifier's Gemm at batch 32: one row of tiles) would leave threads idle:
+  // narrower tiles, down to one panel, until every thread has one.
+  while (!small && rows * ((n + tn - 1) / tn) < threads && tn > kGemmNR) tn /= 2;
+  const int64_t cols = (n + tn - 1) / tn;
   parallel_for(threads, rows * cols, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t i0 = (t / cols) * tm, j0 = (t % cols) * tn;
