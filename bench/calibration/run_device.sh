@@ -75,6 +75,9 @@ all_counts="$(echo $samples $([ "$skip_ort" = 1 ] || echo $ort_samples) | tr ' '
 for n in $all_counts; do
   [ -f "$work/calib_$n.npy" ] || "$python" "$here/make_samples.py" "$work/calib_$n.npy" "$n" --seed 0
 done
+# The sample files (1.2 GB for 2,048) are still being written back to disk when they have just
+# been made; flush them so that write-back does not run beside the first timed run.
+sync
 
 field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"; }
 declare -a rows
