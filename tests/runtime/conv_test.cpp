@@ -176,6 +176,26 @@ TEST(Conv, BitIdenticalForAnyThreadCount) {
   }
 }
 
+// Column stride 2 builds its im2col columns from pairs of row loads: an RGB stem (7x7/2, pad 3)
+// and shapes whose 16-column halves span one, two or three output rows, or clip at the edges.
+TEST(Conv, StrideTwoColumnsMatchTheReference) {
+  std::mt19937 rng(11);
+  const std::vector<ConvCase> cases{
+      {2, 3, 16, 1, {37, 45}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, "NOTSET", true},
+      {1, 3, 8, 1, {16, 13}, {7, 7}, {2, 2}, {1, 1}, {3, 2, 1, 3}, "NOTSET", false},
+      {1, 5, 7, 1, {11, 9}, {3, 3}, {1, 2}, {1, 1}, {0, 1, 2, 0}, "NOTSET", true},
+      {1, 2, 4, 1, {9, 70}, {3, 5}, {2, 2}, {2, 1}, {1, 0, 1, 4}, "NOTSET", true},
+  };
+  for (const ConvCase& cc : cases) {
+    const ConvInputs in = conv_inputs(rng, cc);
+    auto ref = run_kernel(conv_node(cc), 13, in.ptrs(), true);
+    auto one = run_kernel(conv_node(cc), 13, in.ptrs(), false, 1);
+    EXPECT_LE(rel_l2(one[0], ref[0]), 1e-5) << ir::shape_str(in.x.shape());
+    auto three = run_kernel(conv_node(cc), 13, in.ptrs(), false, 3);
+    EXPECT_TRUE(bit_identical(one[0], three[0])) << ir::shape_str(in.x.shape());
+  }
+}
+
 TEST(Conv, ErrorsNameTheNodeAndShapes) {
   ir::Tensor x(ir::DType::kFloat32, {1, 3, 8, 8}), w(ir::DType::kFloat32, {4, 2, 3, 3});
   const std::string e = kernel_error(make_node("Conv", 2, 1), 13, {&x, &w});

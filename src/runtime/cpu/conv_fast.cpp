@@ -291,9 +291,12 @@ void im2col(const Geo& g, const float* xg, int64_t cg, int64_t c0, int64_t t, fl
 }
 
 #if defined(__AVX512F__)
-// 16 consecutive im2col columns ("a half" of a 32-column panel) and, for unit column stride,
+// 16 consecutive im2col columns ("a half" of a 32-column panel) and, for column stride 1 or 2,
 // the output rows they span: lanes [lane0[s], lane0[s + 1]) lie in output row oh[s] and read
-// input columns that follow each other, so one masked load per row fills them.
+// input columns that follow each other (stride 1: one masked load per row fills them) or every
+// other one (stride 2: two masked loads and a permute; a 7x7/2 RGB stem otherwise gathers).
+constexpr int64_t kMaxRowStride = 2;  // wider column strides gather
+
 struct Half {
   __m512i top, left;  // input row / column of tap (0, 0) for each lane
   __mmask16 live;     // lanes inside the tile
@@ -314,7 +317,7 @@ Half make_half(const Geo& g, int64_t c0, int64_t t, int64_t j0) {
   hf.left = _mm512_load_si512(iw);
   const int lanes = static_cast<int>(std::clamp<int64_t>(t - j0, 0, 16));
   hf.live = lanes >= 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
-  if (g.SW != 1 || lanes == 0) return hf;
+  if (g.SW > kMaxRowStride || lanes == 0) return hf;
   int n = 0;
   for (int l = 0; l < lanes; ++l) {
     const int64_t j = c0 + j0 + l;
@@ -324,12 +327,28 @@ Half make_half(const Geo& g, int64_t c0, int64_t t, int64_t j0) {
       return hf;
     }
     hf.oh[n] = j / g.OW;
-    hf.col0[n] = j % g.OW - g.PL - l;  // input column of lane 0 if the row continued
+    hf.col0[n] = (j % g.OW - l) * g.SW - g.PL;  // input column of lane 0 if the row continued
     hf.lane0[n++] = l;
   }
   hf.lane0[n] = 16;
   hf.segments = n;
   return hf;
+}
+
+// Lanes `m` of v set to p[0], p[2], …, p[30]: the two vectors' worth of floats that hold them
+// are loaded with only the wanted floats enabled (no read outside the row), evens picked.
+__m512 load_every_other(__m512 v, __mmask16 m, const float* p) {
+#if defined(__BMI2__)
+  const uint32_t wide = _pdep_u32(m, 0x55555555u);  // bit 2l set for lane l
+#else
+  uint32_t wide = 0;
+  for (uint32_t bits = m; bits != 0; bits &= bits - 1) wide |= 1u << (2 * __builtin_ctz(bits));
+#endif
+  const __m512 lo = _mm512_maskz_loadu_ps(__mmask16(wide & 0xffff), p);
+  const __m512 hi = _mm512_maskz_loadu_ps(__mmask16(wide >> 16), p + 16);
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return _mm512_mask_mov_ps(v, m, _mm512_permutex2var_ps(lo, evens, hi));
 }
 
 // One row (tap dy, dx) of one half: masked row loads, or a gather.
@@ -350,8 +369,9 @@ __m512 load_half(const Geo& g, const Half& hf, const float* xc, int64_t dy, int6
     const int64_t r = hf.oh[s] * g.SH - g.PT + dy;
     if (r < 0 || r >= g.H) continue;
     const __mmask16 seg = __mmask16(((1u << hf.lane0[s + 1]) - 1) & ~((1u << hf.lane0[s]) - 1));
-    // Lane l reads xc[r * W + col0 + dx + l]; masked-off lanes are not read (no fault).
-    v = _mm512_mask_loadu_ps(v, cols & seg, xc + r * g.W + hf.col0[s] + dx);
+    // Lane l reads xc[r * W + col0 + dx + SW * l]; masked-off lanes are not read (no fault).
+    const float* row = xc + r * g.W + hf.col0[s] + dx;
+    v = g.SW == 1 ? _mm512_mask_loadu_ps(v, cols & seg, row) : load_every_other(v, cols & seg, row);
   }
   return v;
 }
