@@ -30,6 +30,11 @@ struct VulkanOptions {
   // 0: $PTQ_VULKAN_SPLIT_K if set, else automatic (split only convolutions whose output tiles
   // leave the GPU's multiprocessors idle, as layers 3 and 4 of ResNet-18 at batch 32 do).
   int conv_split_k = 0;
+  // Where inputs wait for the GPU. kDevice: host-visible device memory where the device has some
+  // (one trip over the bus), else host memory; kHost: host memory, copied over by the GPU.
+  // kAuto: kHost when $PTQ_VULKAN_UPLOAD is "host", else kDevice.
+  enum class InputStaging { kAuto, kDevice, kHost };
+  InputStaging input_staging = InputStaging::kAuto;
 };
 
 // What ptq info --devices prints about one physical device.

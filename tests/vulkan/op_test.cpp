@@ -2,6 +2,7 @@
 // Tolerance: max |gpu - cpu| / max |cpu| (floor 1e-3). 1e-5 for exact data movement and
 // elementwise ops, 1e-4 where a reduction order differs (GEMM, conv, pooling, softmax, norms)
 // and for transcendental functions, whose Vulkan precision is a few ulps.
+#include <algorithm>
 #include <random>
 
 #include "vulkan_harness.h"
@@ -319,6 +320,37 @@ TEST(VulkanOps, ConvSplitKWithRelu) {
   int64_t zeros = 0;
   for (float v : o.gpu.span<const float>()) zeros += v == 0.0f ? 1 : 0;
   EXPECT_GT(zeros, 0) << "the Relu was not applied";
+}
+
+// Inputs staged in host-visible device memory or in host memory (VulkanOptions::input_staging)
+// reach the GPU with the same bytes: both give what the CPU gives, and the same as each other.
+TEST(VulkanOps, InputStagingEitherWay) {
+  std::mt19937 rng(19);
+  ir::Model model;
+  model.set_opset("", 17);
+  ir::Node conv = ir::make_node("Conv", "conv", {"x", "w"}, {"y"});
+  conv.attributes = {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})};
+  model.graph.nodes = {conv};
+  ir::ValueInfo x;
+  x.name = "x";
+  x.type.dtype = ir::DType::kFloat32;
+  model.graph.inputs = {x};
+  ir::ValueInfo y;
+  y.name = "y";
+  model.graph.outputs = {y};
+  model.graph.set_initializer("w", random_tensor(rng, {16, 8, 3, 3}));
+  const ir::Tensor in = random_tensor(rng, {2, 8, 9, 11});
+  VulkanOptions options = strict_options();
+  options.input_staging = VulkanOptions::InputStaging::kDevice;
+  const Outputs device = run_both(model, "x", in, options);
+  options.input_staging = VulkanOptions::InputStaging::kHost;
+  const Outputs host = run_both(model, "x", in, options);
+  ASSERT_FALSE(device.gpu.empty());
+  ASSERT_FALSE(host.gpu.empty());
+  expect_close(device.gpu, device.cpu, kSum, "inputs in device memory");
+  expect_close(host.gpu, host.cpu, kSum, "inputs in host memory");
+  EXPECT_TRUE(std::equal(device.gpu.span<const float>().begin(), device.gpu.span<const float>().end(),
+                         host.gpu.span<const float>().begin()));
 }
 
 TEST(VulkanOps, ConvTranspose) {

@@ -69,6 +69,13 @@ int conv_split_k(const VulkanOptions& options) {
   return env != nullptr ? std::max(std::atoi(env), 0) : 0;
 }
 
+bool stage_inputs_on_device(const VulkanOptions& options) {
+  using Staging = VulkanOptions::InputStaging;
+  if (options.input_staging != Staging::kAuto) return options.input_staging == Staging::kDevice;
+  const char* env = std::getenv("PTQ_VULKAN_UPLOAD");
+  return env == nullptr || std::string(env) != "host";
+}
+
 // The observed values of `blk` whose statistics the GPU computes (float32 on the device).
 std::vector<std::pair<std::string, DeviceTensor>> device_statistics(const Program& prog, const Block& blk) {
   std::vector<std::pair<std::string, DeviceTensor>> tensors;
@@ -188,7 +195,8 @@ Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inpu
   const double shape_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   BuildEnv env{*ctx_, model_, *cpu_, std::max(options_.threads, 1), options_.observe_budget_bytes,
-               uploaded_, uploaded_bytes_, conv_split_k(options_)};
+               uploaded_, uploaded_bytes_, conv_split_k(options_),
+               stage_inputs_on_device(options_)};
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Program> prog,
                        build_program(env, shapes.facts, std::move(shapes.folded), observed));
   if (timing_wanted()) {

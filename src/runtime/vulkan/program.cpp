@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -386,10 +385,9 @@ Status Builder::layout_arena() {
 
 Status Builder::allocate_staging() {
   // Inputs are staged in host-visible device memory where there is some (Buffer::Kind::kUpload:
-  // ResNet-18 batch 32 on the H100, 7.25-7.40 -> 6.89-7.01 ms); PTQ_VULKAN_UPLOAD=host stages
-  // them in host memory as read-backs are.
-  const char* upload_env = std::getenv("PTQ_VULKAN_UPLOAD");
-  const bool bar = upload_env == nullptr || std::string(upload_env) != "host";
+  // ResNet-18 batch 32 on the H100, 7.25-7.40 -> 6.89-7.01 ms) unless the options ask for host
+  // memory, where read-backs are staged.
+  const bool bar = env.inputs_on_device;
   auto staging_for = [&](int id, bool upload) -> Status {
     Value& v = val(id);
     if (v.staging >= 0) return Status::ok();

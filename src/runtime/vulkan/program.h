@@ -118,6 +118,7 @@ struct BuildEnv {
   std::unordered_map<std::string, Buffer>& uploaded;
   int64_t& uploaded_bytes;
   int conv_split_k = 0;  // VulkanOptions::conv_split_k, resolved (0: auto)
+  bool inputs_on_device = true;  // VulkanOptions::input_staging, resolved
 };
 
 // Builds and records a program. `facts` has every value's dtype and shape for these inputs,
