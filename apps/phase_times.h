@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "ptq/runtime/step_report.h"
+
 namespace ptq::apps {
 
 class PhaseTimes {
@@ -21,10 +23,8 @@ class PhaseTimes {
   // Prints the time since the previous mark (or construction) under `phase`.
   void mark(std::string_view phase) {
     if (!on_) return;
-    const Clock::time_point now = Clock::now();
-    fmt::print(stderr, "ptq: time: {} {:.1f} ms\n", phase,
-               std::chrono::duration<double, std::milli>(now - last_).count());
-    last_ = now;
+    fmt::print(stderr, "ptq: time: {} {:.1f} ms\n", phase, runtime::ms_since(last_));
+    last_ = Clock::now();
   }
 
  private:

@@ -8,14 +8,6 @@
 
 namespace ptq::runtime {
 
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 void StepTimes::add(size_t i, size_t count, const std::string& label, const std::string& op,
                     std::chrono::steady_clock::time_point t0,
                     std::chrono::steady_clock::time_point t1) {

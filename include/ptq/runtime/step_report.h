@@ -1,13 +1,20 @@
 // The per-step time report that PTQ_CPU_TIMING (the CPU executor) and PTQ_VULKAN_TIMING (the
-// Vulkan backend's timestamp queries) print to stderr.
+// Vulkan backend's timestamp queries) print to stderr, and the clock reading the timing
+// switches (those two and PTQ_TIMING) share.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ptq::runtime {
+
+// Milliseconds of wall time since `t0`.
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // Prints `headline` (one line), then each op type's time per run and the 24 costliest steps
 // under "ptq: WHO: costliest steps:". ms[s] is step s's time summed over `runs` runs, labels[s]
