@@ -96,6 +96,19 @@ void pool(const PoolParams& p, bool is_max, const T* x, T* y, int64_t* indices) 
 
 namespace {
 
+// out[ow] = the max over kw of r[ow * SW + kw * DW], NaN skipped (a NaN never compares greater),
+// a window at a time in kw order like the direct loop. Window by window across the row, so the
+// loads vectorise; kStride is SW when it is 1 or 2 (the loads then need no gather), else 0.
+template <int64_t kStride>
+void row_max(const float* r, int64_t OW, int64_t KW, int64_t DW, int64_t SW, float* out) {
+  const int64_t s = kStride > 0 ? kStride : SW;
+  std::fill(out, out + OW, -std::numeric_limits<float>::infinity());
+  for (int64_t kw = 0; kw < KW; ++kw) {
+    const float* rk = r + kw * DW;
+    for (int64_t ow = 0; ow < OW; ++ow) out[ow] = rk[ow * s] > out[ow] ? rk[ow * s] : out[ow];
+  }
+}
+
 // Float32 2-D pooling, one plane per task.
 // Max pooling as, per output row, a column max over the window's rows into a row padded with
 // -inf, then a max over the window's columns: no bounds checks in the inner loops, and the
@@ -123,11 +136,12 @@ void max_pool2d(const PoolParams& p, const float* x, float* y, int threads) {
           const float* xr = xp + ih * W;
           for (int64_t i = 0; i < n; ++i) mid[i] = xr[i] > mid[i] ? xr[i] : mid[i];
         }
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const float* r = row.data() + ow * SW;
-          float best = kLow;
-          for (int64_t kw = 0; kw < KW; ++kw) best = r[kw * DW] > best ? r[kw * DW] : best;
-          yp[oh * OW + ow] = best;
+        if (SW == 2) {
+          row_max<2>(row.data(), OW, KW, DW, SW, yp + oh * OW);
+        } else if (SW == 1) {
+          row_max<1>(row.data(), OW, KW, DW, SW, yp + oh * OW);
+        } else {
+          row_max<0>(row.data(), OW, KW, DW, SW, yp + oh * OW);
         }
       }
     }
