@@ -58,17 +58,11 @@ Partial minmax_range(Load load, int64_t begin, int64_t end) {
   return p;
 }
 
-// float32 fast paths for a chunk with no NaN or Inf (the usual case), in SIMD. The min/max
+// float32 fast paths, in SIMD, for values that are all finite (the usual case). The min/max
 // of floats taken in float equal those of the same values widened to double (widening is
-// exact and monotone), and the bins are the same double divisions and floors as bin_of(),
-// so both give exactly what the generic loops give. A chunk with a non-finite value takes
-// the generic loop (it also finds the first such index).
-bool all_finite(const float* p, int64_t begin, int64_t end) {
-  int bad = 0;
-#pragma omp simd reduction(| : bad)
-  for (int64_t i = begin; i < end; ++i) bad |= !(std::fabs(p[i]) <= std::numeric_limits<float>::max());
-  return bad == 0;
-}
+// exact and monotone), and the bins are those of bin_of() (below), so both give exactly what
+// the generic loops give. A chunk (min/max) or block (bins) with a NaN or Inf takes the
+// generic loop, which skips such values (and finds the first one).
 
 // The min/max of a chunk and whether all of it is finite, in one pass over memory. False when
 // some value is NaN or Inf (`part` is then left as it was; the caller takes the generic loop).
@@ -107,6 +101,17 @@ bool minmax_finite(const float* p, int64_t begin, int64_t end, Partial& part) {
 // an integer. Those values (v an exact multiple of T / 2048, e.g. v = T) are binned again with
 // the division; v = 0 is bin 0 both ways. From q >= 2047.5 on, both clamp to the last bin.
 constexpr double kNearInteger = 1e-12;
+// The largest finite float as a double: |x| <= it tells a finite value from NaN and Inf with
+// builtins alone (std::numeric_limits and std::fabs(float) are header functions).
+constexpr double kFloatMax = 3.4028234663852886e38;
+static_assert(kFloatMax == static_cast<double>(std::numeric_limits<float>::max()));
+
+// bin_of() of a float, with the division, written out here: GCC does not inline a function
+// compiled under other options into this region.
+inline int32_t bin_of_float(float x, double T) {
+  const double b = std::floor(std::fabs(static_cast<double>(x)) / T * 2048.0);
+  return static_cast<int32_t>(b < kBins - 1 ? b : kBins - 1);  // b >= 2047 -> 2047
+}
 
 // Bins [begin, end) with at most kChunk elements into h. Consecutive equal bins (the zeros
 // of a ReLU output, half of such a tensor) make a single counter a chain of dependent
@@ -122,10 +127,11 @@ void bin_chunk(const float* p, int64_t begin, int64_t end, double T, uint64_t* h
   alignas(64) uint16_t c[kCopies][kBins] = {};
   for (int64_t b0 = begin; b0 < end; b0 += kBlock) {
     const int64_t n = end - b0 < kBlock ? end - b0 : kBlock;
-    int unsure = 0;
-#pragma omp simd reduction(| : unsure)
+    int unsure = 0, bad = 0;
+#pragma omp simd reduction(| : unsure, bad)
     for (int64_t j = 0; j < n; ++j) {
       const double v = std::fabs(static_cast<double>(p[b0 + j]));
+      bad |= !(v <= kFloatMax);
       const double q = v * scale;
       const double f = std::floor(q);
       const double frac = q - f;
@@ -133,11 +139,16 @@ void bin_chunk(const float* p, int64_t begin, int64_t end, double T, uint64_t* h
       const bool near_edge = frac < kNearInteger || frac > 1.0 - kNearInteger;
       unsure |= (v != 0.0) & (q < kLast + 0.5) & near_edge;
     }
-    if (unsure != 0) {
+    if (bad != 0) {  // NaN or Inf: not counted (the read pass and the binning are one)
       for (int64_t j = 0; j < n; ++j) {
-        const double b = std::floor(std::fabs(static_cast<double>(p[b0 + j])) / T * 2048.0);
-        bins[j] = static_cast<int32_t>(b < kLast ? b : kLast);  // = bin_of(): b >= 2047 -> 2047
+        if (std::fabs(static_cast<double>(p[b0 + j])) <= kFloatMax) {
+          ++c[0][bin_of_float(p[b0 + j], T)];
+        }
       }
+      continue;
+    }
+    if (unsure != 0) {
+      for (int64_t j = 0; j < n; ++j) bins[j] = bin_of_float(p[b0 + j], T);
     }
     int64_t j = 0;
     for (; j + kCopies <= n; j += kCopies) {
@@ -148,7 +159,7 @@ void bin_chunk(const float* p, int64_t begin, int64_t end, double T, uint64_t* h
   for (int b = 0; b < kBins; ++b) h[b] += uint64_t{c[0][b]} + c[1][b] + c[2][b] + c[3][b];
 }
 
-void histogram_finite(const float* p, int64_t begin, int64_t end, double T, uint64_t* h) {
+void histogram_float(const float* p, int64_t begin, int64_t end, double T, uint64_t* h) {
   for (int64_t b0 = begin; b0 < end; b0 += kChunk) {
     bin_chunk(p, b0, end - b0 < kChunk ? end : b0 + kChunk, T, h);
   }
@@ -267,14 +278,7 @@ MinMaxStats HostTensorStatistics::minmax() const {
 void HostTensorStatistics::histogram(double T, std::span<uint64_t> counts) const {
   if (tensor_.dtype() == ir::DType::kFloat32 && T > 0.0) {  // T <= 0: bin_of puts all in bin 0
     const float* p = tensor_.data<float>();
-    auto load = [p](int64_t i) { return static_cast<double>(p[i]); };
-    auto bin_range = [&](int64_t b, int64_t e, uint64_t* h) {
-      if (all_finite(p, b, e)) {
-        histogram_finite(p, b, e, T, h);
-      } else {
-        bin_loop(load, b, e, T, h);
-      }
-    };
+    auto bin_range = [&](int64_t b, int64_t e, uint64_t* h) { histogram_float(p, b, e, T, h); };
     histogram_of(bin_range, tensor_.size(), threads_, counts);
     return;
   }
