@@ -295,14 +295,11 @@ TEST(VulkanOps, BinaryWithFoldedActivation) {
   }
 }
 
-// A Relu folded into a split-K convolution is applied after the slices are summed.
-TEST(VulkanOps, ConvSplitKWithRelu) {
-  std::mt19937 rng(17);
+// A model of `nodes` from the float input "x" to the output "y".
+ir::Model x_to_y(std::vector<ir::Node> nodes) {
   ir::Model model;
   model.set_opset("", 17);
-  ir::Node conv = ir::make_node("Conv", "conv", {"x", "w", "b"}, {"c"});
-  conv.attributes = {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})};
-  model.graph.nodes = {conv, ir::make_node("Relu", "relu", {"c"}, {"y"})};
+  model.graph.nodes = std::move(nodes);
   ir::ValueInfo x;
   x.name = "x";
   x.type.dtype = ir::DType::kFloat32;
@@ -310,6 +307,21 @@ TEST(VulkanOps, ConvSplitKWithRelu) {
   ir::ValueInfo y;
   y.name = "y";
   model.graph.outputs = {y};
+  return model;
+}
+
+// A 3x3 convolution with pads 1.
+ir::Node conv3x3(std::vector<std::string> inputs, const std::string& output) {
+  ir::Node conv = ir::make_node("Conv", "conv", std::move(inputs), {output});
+  conv.attributes = {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})};
+  return conv;
+}
+
+// A Relu folded into a split-K convolution is applied after the slices are summed.
+TEST(VulkanOps, ConvSplitKWithRelu) {
+  std::mt19937 rng(17);
+  ir::Model model =
+      x_to_y({conv3x3({"x", "w", "b"}, "c"), ir::make_node("Relu", "relu", {"c"}, {"y"})});
   model.graph.set_initializer("w", random_tensor(rng, {32, 96, 3, 3}));
   model.graph.set_initializer("b", random_tensor(rng, {32}));
   VulkanOptions options = strict_options();
@@ -326,18 +338,7 @@ TEST(VulkanOps, ConvSplitKWithRelu) {
 // reach the GPU with the same bytes: both give what the CPU gives, and the same as each other.
 TEST(VulkanOps, InputStagingEitherWay) {
   std::mt19937 rng(19);
-  ir::Model model;
-  model.set_opset("", 17);
-  ir::Node conv = ir::make_node("Conv", "conv", {"x", "w"}, {"y"});
-  conv.attributes = {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})};
-  model.graph.nodes = {conv};
-  ir::ValueInfo x;
-  x.name = "x";
-  x.type.dtype = ir::DType::kFloat32;
-  model.graph.inputs = {x};
-  ir::ValueInfo y;
-  y.name = "y";
-  model.graph.outputs = {y};
+  ir::Model model = x_to_y({conv3x3({"x", "w"}, "y")});
   model.graph.set_initializer("w", random_tensor(rng, {16, 8, 3, 3}));
   const ir::Tensor in = random_tensor(rng, {2, 8, 9, 11});
   VulkanOptions options = strict_options();
