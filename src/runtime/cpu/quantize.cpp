@@ -1,7 +1,10 @@
 // QuantizeLinear and DequantizeLinear (opsets 10–21): per-tensor, per-axis and blocked scales;
 // int8/uint8, int16/uint16 (opset 21); round half to even and saturate. Arithmetic is float32
 // in the order ONNX Runtime uses (x / scale, round, + zero point, clamp), so results match it
-// bit for bit. The plain loops here are the reference; there is no other variant.
+// bit for bit. The per-element loops are the reference; outside reference mode, per-tensor and
+// per-axis float32 scales run as contiguous runs of one scale (the same arithmetic, in loops
+// that vectorise: a fake-quantized model spends much of its time here).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -86,6 +89,20 @@ void for_each_element(const ScaleMap& m, int64_t size, int threads, F&& fn) {
   });
 }
 
+// Calls run(k, flat, n) for runs of n consecutive elements of X, from element `flat`, that
+// share scale index k, split across threads. Not for blocked scales.
+template <typename F>
+void for_each_run(const ScaleMap& m, int64_t size, int threads, F&& run) {
+  if (m.per_tensor) {
+    parallel_for(threads, size, [&](int64_t begin, int64_t end) { run(0, begin, end - begin); },
+                 16384);
+    return;
+  }
+  parallel_for(threads, m.outer * m.a, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) run(r % m.a, r * m.inner, m.inner);
+  }, std::max<int64_t>(1, 16384 / std::max<int64_t>(m.inner, 1)));
+}
+
 class QuantizeKernel final : public Kernel {
  public:
   explicit QuantizeKernel(const KernelContext& ctx)
@@ -93,7 +110,8 @@ class QuantizeKernel final : public Kernel {
         axis_(ctx.node.attr_int("axis", 1)),
         block_(ctx.node.attr_int("block_size", 0)),
         output_dtype_(ctx.node.attr_int("output_dtype", 0)),
-        threads_(ctx.threads) {}
+        threads_(ctx.threads),
+        reference_(ctx.reference) {}
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
@@ -125,6 +143,18 @@ class QuantizeKernel final : public Kernel {
       const float lo = static_cast<float>(std::numeric_limits<Q>::min());
       const float hi = static_cast<float>(std::numeric_limits<Q>::max());
       Q* y = out[0].data<Q>();
+      if (!reference_ && m.block == 0) {
+        for_each_run(m, x.size(), threads_, [&](int64_t k, int64_t flat, int64_t n) {
+          const float sk = s[k], zk = static_cast<float>(z[k]);
+          const float* xr = xf + flat;
+          Q* yr = y + flat;
+          for (int64_t i = 0; i < n; ++i) {
+            const float v = std::nearbyint(xr[i] / sk) + zk;
+            yr[i] = static_cast<Q>(std::min(std::max(v, lo), hi));
+          }
+        });
+        return;
+      }
       for_each_element(m, x.size(), threads_, [&](int64_t o, int64_t a, int64_t i, int64_t flat) {
         const int64_t k = m.at(o, a, i);
         const float v = std::nearbyint(xf[flat] / s[k]) +
@@ -143,6 +173,7 @@ class QuantizeKernel final : public Kernel {
   const ir::Node& node_;
   int64_t axis_, block_, output_dtype_;
   int threads_;
+  bool reference_;
 };
 
 class DequantizeKernel final : public Kernel {
@@ -151,7 +182,8 @@ class DequantizeKernel final : public Kernel {
       : node_(ctx.node),
         axis_(ctx.node.attr_int("axis", 1)),
         block_(ctx.node.attr_int("block_size", 0)),
-        threads_(ctx.threads) {}
+        threads_(ctx.threads),
+        reference_(ctx.reference) {}
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
@@ -176,6 +208,18 @@ class DequantizeKernel final : public Kernel {
     const bool done = dispatch<int8_t, uint8_t, int16_t, uint16_t, int32_t>(x.dtype(), [&](auto tag) {
       using Q = typename decltype(tag)::type;
       const Q* xp = x.data<Q>();
+      if (!reference_ && m.block == 0 && yf != nullptr) {
+        for_each_run(m, x.size(), threads_, [&](int64_t k, int64_t flat, int64_t n) {
+          const float sk = s[k];
+          const int32_t zk = z[k];
+          const Q* xr = xp + flat;
+          float* yr = yf + flat;
+          for (int64_t i = 0; i < n; ++i) {
+            yr[i] = static_cast<float>(static_cast<int32_t>(xr[i]) - zk) * sk;
+          }
+        });
+        return;
+      }
       for_each_element(m, x.size(), threads_, [&](int64_t o, int64_t a, int64_t i, int64_t flat) {
         const int64_t k = m.at(o, a, i);
         const float v = static_cast<float>(static_cast<int32_t>(xp[flat]) - z[k]) * s[k];
@@ -197,6 +241,7 @@ class DequantizeKernel final : public Kernel {
   const ir::Node& node_;
   int64_t axis_, block_;
   int threads_;
+  bool reference_;
 };
 
 }  // namespace
