@@ -70,37 +70,28 @@ std::vector<int32_t> zero_points(const ir::Tensor* zp, int64_t n) {
   return v;
 }
 
-// Calls fn(o, ai, i, flat) for every element of X, rows split across threads.
-template <typename F>
-void for_each_element(const ScaleMap& m, int64_t size, int threads, F&& fn) {
-  const int64_t inner = m.per_tensor ? size : m.inner;
-  const int64_t rows = m.per_tensor ? 1 : m.outer * m.a;
-  const int64_t a = m.per_tensor ? 1 : m.a;
-  if (rows == 1) {
-    parallel_for(threads, inner, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) fn(0, 0, i, i);
-    }, 16384);
-    return;
-  }
-  parallel_for(threads, rows, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      for (int64_t i = 0; i < inner; ++i) fn(r / a, r % a, i, r * inner + i);
-    }
-  });
-}
-
-// Calls run(k, flat, n) for runs of n consecutive elements of X, from element `flat`, that
-// share scale index k, split across threads. Not for blocked scales.
+// Calls run(o, ai, flat, n) for runs of n consecutive elements of X from element `flat`: row
+// (o, ai) of X viewed as [outer, a, inner] (per-tensor: chunks of the whole tensor, o = ai =
+// 0), split across threads. Outside blocked scales a run shares one scale, m.at(o, ai, 0).
 template <typename F>
 void for_each_run(const ScaleMap& m, int64_t size, int threads, F&& run) {
   if (m.per_tensor) {
-    parallel_for(threads, size, [&](int64_t begin, int64_t end) { run(0, begin, end - begin); },
+    parallel_for(threads, size, [&](int64_t begin, int64_t end) { run(0, 0, begin, end - begin); },
                  16384);
     return;
   }
   parallel_for(threads, m.outer * m.a, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) run(r % m.a, r * m.inner, m.inner);
+    for (int64_t r = begin; r < end; ++r) run(r / m.a, r % m.a, r * m.inner, m.inner);
   }, std::max<int64_t>(1, 16384 / std::max<int64_t>(m.inner, 1)));
+}
+
+// Calls fn(o, ai, i, flat) for every element of X (i: its index within the row).
+template <typename F>
+void for_each_element(const ScaleMap& m, int64_t size, int threads, F&& fn) {
+  for_each_run(m, size, threads, [&](int64_t o, int64_t ai, int64_t flat, int64_t n) {
+    const int64_t i0 = m.per_tensor ? flat : 0;
+    for (int64_t i = 0; i < n; ++i) fn(o, ai, i0 + i, flat + i);
+  });
 }
 
 class QuantizeKernel final : public Kernel {
@@ -144,7 +135,8 @@ class QuantizeKernel final : public Kernel {
       const float hi = static_cast<float>(std::numeric_limits<Q>::max());
       Q* y = out[0].data<Q>();
       if (!reference_ && m.block == 0) {
-        for_each_run(m, x.size(), threads_, [&](int64_t k, int64_t flat, int64_t n) {
+        for_each_run(m, x.size(), threads_, [&](int64_t o, int64_t ai, int64_t flat, int64_t n) {
+          const int64_t k = m.at(o, ai, 0);
           const float sk = s[k], zk = static_cast<float>(z[k]);
           const float* xr = xf + flat;
           Q* yr = y + flat;
@@ -209,7 +201,8 @@ class DequantizeKernel final : public Kernel {
       using Q = typename decltype(tag)::type;
       const Q* xp = x.data<Q>();
       if (!reference_ && m.block == 0 && yf != nullptr) {
-        for_each_run(m, x.size(), threads_, [&](int64_t k, int64_t flat, int64_t n) {
+        for_each_run(m, x.size(), threads_, [&](int64_t o, int64_t ai, int64_t flat, int64_t n) {
+          const int64_t k = m.at(o, ai, 0);
           const float sk = s[k];
           const int32_t zk = z[k];
           const Q* xr = xp + flat;
