@@ -1,6 +1,5 @@
 // The per-step time report that PTQ_CPU_TIMING (the CPU executor) and PTQ_VULKAN_TIMING (the
-// Vulkan backend's timestamp queries) print to stderr, and the clock reading the timing
-// switches (those two and PTQ_TIMING) share.
+// Vulkan backend's timestamp queries) print to stderr, and the clock reading both share.
 #pragma once
 
 #include <chrono>
