@@ -47,8 +47,26 @@ __mmask16 lane_mask(int64_t n) {
   return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
-template <int R>
-void micro(const Tile& t) {
+// Where the micro-kernel reads row q of its B panel (kGemmNR floats, two vectors) from.
+struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
+  const float* b;
+  void load(int64_t q, __m512& b0, __m512& b1) const {
+    b0 = _mm512_loadu_ps(b + q * NR);
+    b1 = _mm512_loadu_ps(b + q * NR + 16);
+  }
+};
+
+struct ShiftedRows {  // row q at b + off[q] (gemm_shifted)
+  const float* b;
+  const int64_t* off;
+  void load(int64_t q, __m512& b0, __m512& b1) const {
+    b0 = _mm512_loadu_ps(b + off[q]);
+    b1 = _mm512_loadu_ps(b + off[q] + 16);
+  }
+};
+
+template <int R, typename Rows>
+void micro_rows(const Tile& t, const Rows& rows) {
   const __mmask16 m0 = lane_mask(t.cols), m1 = lane_mask(t.cols - 16);
   __m512 c0[R], c1[R];
 #pragma GCC unroll 16
@@ -62,9 +80,9 @@ void micro(const Tile& t) {
     }
   }
   const float* a = t.a;
-  const float* b = t.b;
-  for (int64_t q = 0; q < t.kc; ++q, a += MR, b += NR) {
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+  for (int64_t q = 0; q < t.kc; ++q, a += MR) {
+    __m512 b0, b1;
+    rows.load(q, b0, b1);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 av = _mm512_set1_ps(a[r]);
@@ -96,44 +114,23 @@ void micro(const Tile& t) {
   }
 }
 
-// The micro-kernel over a shifted B (gemm_shifted): row q of the panel is b + boff[q]. Sums
-// only; the same FMA chain per element as micro<R>.
 template <int R>
-void micro_shifted(int64_t kc, const float* a, const float* b, const int64_t* boff, float* c,
-                   int64_t ldc, int64_t cols, bool first) {
-  const __mmask16 m0 = lane_mask(cols), m1 = lane_mask(cols - 16);
-  __m512 c0[R], c1[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    c0[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, c + r * ldc);
-    c1[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
-  }
-  for (int64_t q = 0; q < kc; ++q, a += MR) {
-    const float* bq = b + boff[q];
-    const __m512 b0 = _mm512_loadu_ps(bq), b1 = _mm512_loadu_ps(bq + 16);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r]);
-      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    _mm512_mask_storeu_ps(c + r * ldc, m0, c0[r]);
-    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c1[r]);
-  }
+void micro(const Tile& t) {
+  micro_rows<R>(t, PackedRows{t.b});
 }
 
-using ShiftedFn = void (*)(int64_t, const float*, const float*, const int64_t*, float*, int64_t,
-                           int64_t, bool);
+// micro_rows<R, Rows> for R = 1..MR rows.
+template <typename Rows>
+using RowsFn = void (*)(const Tile&, const Rows&);
 
-template <int... Rs>
-constexpr auto shifted_table(std::integer_sequence<int, Rs...>) {
-  return std::array<ShiftedFn, sizeof...(Rs)>{&micro_shifted<Rs + 1>...};
+template <typename Rows, int... Rs>
+constexpr auto rows_table(std::integer_sequence<int, Rs...>) {
+  return std::array<RowsFn<Rows>, sizeof...(Rs)>{&micro_rows<Rs + 1, Rows>...};
 }
 
-constexpr auto kShifted = shifted_table(std::make_integer_sequence<int, static_cast<int>(MR)>{});
+template <typename Rows>
+constexpr auto kRowsMicro =
+    rows_table<Rows>(std::make_integer_sequence<int, static_cast<int>(MR)>{});
 
 #elif defined(__AVX2__) && defined(__FMA__)
 
@@ -283,39 +280,51 @@ void for_each_tile(int64_t m, int64_t n, int64_t k, F&& fn) {
   }
 }
 
+// The micro-kernel call for rows from i0 and columns [j0, j0 + cols) over the k slice [k0, k0 +
+// kc) of C = A * B (A packed, m x k): the epilogue applies once the slice ends the sum.
+Tile tile_at(const float* pa, const float* pb, float* c, int64_t ldc, const GemmEpilogue& e,
+             int64_t k, int64_t i0, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
+  return Tile{kc,
+              pa + i0 * k + k0 * MR,
+              pb,
+              c + i0 * ldc + j0,
+              ldc,
+              cols,
+              k0 == 0,
+              k0 + kc == k,
+              e.row_bias != nullptr ? e.row_bias + i0 : nullptr,
+              e.residual != nullptr ? e.residual + i0 * e.ldr + j0 : nullptr,
+              e.ldr,
+              e.act,
+              e.lo,
+              e.hi};
+}
+
+// C = the epilogue of an empty sum (k = 0).
+void empty_sum(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilogue& e) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float v = e.row_bias != nullptr ? 0.0f + e.row_bias[i] : 0.0f;
+      if (e.residual != nullptr) v += e.residual[i * e.ldr + j];
+      c[i * ldc + j] = activate(v, e.act, e.lo, e.hi);
+    }
+  }
+}
+
 }  // namespace
 
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* pb, float* c,
                  int64_t ldc, const GemmEpilogue& e) {
   if (m <= 0 || n <= 0) return;
-  if (k == 0) {  // an empty sum: zero, then the epilogue
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        float v = e.row_bias != nullptr ? 0.0f + e.row_bias[i] : 0.0f;
-        if (e.residual != nullptr) v += e.residual[i * e.ldr + j];
-        c[i * ldc + j] = activate(v, e.act, e.lo, e.hi);
-      }
-    }
+  if (k == 0) {
+    empty_sum(m, n, c, ldc, e);
     return;
   }
-  auto tile = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
-    const Tile t{kc,
-                 pa + i0 * k + k0 * MR,
-                 pb + j0 * k + k0 * NR,
-                 c + i0 * ldc + j0,
-                 ldc,
-                 cols,
-                 k0 == 0,
-                 k0 + kc == k,
-                 e.row_bias != nullptr ? e.row_bias + i0 : nullptr,
-                 e.residual != nullptr ? e.residual + i0 * e.ldr + j0 : nullptr,
-                 e.ldr,
-                 e.act,
-                 e.lo,
-                 e.hi};
+  for_each_tile(m, n, k, [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0,
+                             int64_t kc) {
+    const Tile t = tile_at(pa, pb + j0 * k + k0 * NR, c, ldc, e, k, i0, j0, cols, k0, kc);
     kMicro[static_cast<size_t>(rows - 1)](t);
-  };
-  for_each_tile(m, n, k, tile);
+  });
 }
 
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
@@ -323,14 +332,14 @@ bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float*
 #if defined(__AVX512F__)
   if (m <= 0 || n <= 0) return true;
   if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    empty_sum(m, n, c, ldc, {});
     return true;
   }
-  auto tile = [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0, int64_t kc) {
-    kShifted[static_cast<size_t>(rows - 1)](kc, pa + i0 * k + k0 * MR, b + j0, boff + k0,
-                                            c + i0 * ldc + j0, ldc, cols, k0 == 0);
-  };
-  for_each_tile(m, n, k, tile);
+  for_each_tile(m, n, k, [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0,
+                             int64_t kc) {
+    const Tile t = tile_at(pa, nullptr, c, ldc, {}, k, i0, j0, cols, k0, kc);
+    kRowsMicro<ShiftedRows>[static_cast<size_t>(rows - 1)](t, ShiftedRows{b + j0, boff + k0});
+  });
   return true;
 #else
   (void)m, (void)n, (void)k, (void)pa, (void)b, (void)boff, (void)c, (void)ldc;
