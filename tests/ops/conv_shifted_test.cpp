@@ -33,8 +33,8 @@ Case random_case(std::mt19937& rng) {
   };
   Case c;
   ConvParams& p = c.p;
-  p.N = pick(1, 3);  // several images: conv_shifted pads and multiplies them in rounds
-  p.C = pick(8, 24);  // fewer input channels (an RGB stem) stay on im2col
+  p.N = pick(1, 3);  // several images: padded in rounds on 2+ threads, one a thread on 1
+  p.C = pick(8, 24);  // fewer input channels (an RGB stem) are taken on some thread counts only
   p.M = pick(1, 40);
   p.G = 1;
   do {
@@ -150,8 +150,45 @@ TEST(OpsConvShifted, DeclinesOtherGeometries) {
   EXPECT_FALSE(conv_shifted(one.p, one.x.data(), one.packed.data(), nullptr, y.data(), {}, 1));
   Case rgb = c;  // a stem: the x and packed buffers are larger than 3 channels need
   rgb.p.C = 3;
-  EXPECT_FALSE(conv_shifted(rgb.p, rgb.x.data(), rgb.packed.data(), nullptr, y.data(), {}, 1));
+  rgb.p.N = 7;  // fewer than 4 images a thread: padded in rounds, where im2col is faster
+  rgb.x.resize(static_cast<size_t>(7 * 3 * c.p.in[0] * c.p.in[1]));
+  y.resize(static_cast<size_t>(7 * c.p.M * c.p.out[0] * c.p.out[1]));
+  EXPECT_FALSE(conv_shifted(rgb.p, rgb.x.data(), rgb.packed.data(), nullptr, y.data(), {}, 2));
 }
+
+#if defined(__AVX512F__)
+// An RGB stem (7x7/2, pad 3) whose images each thread pads itself: 8 images on 1 and 2
+// threads, against the reference and bit for bit.
+TEST(OpsConvShifted, StemWithImagesOfItsOwnMatchesReference) {
+  std::mt19937 rng(12);
+  Case c;
+  c.p.N = 8, c.p.C = 3, c.p.M = 20, c.p.G = 1;
+  c.p.in = {29, 38};
+  c.p.w.kernel = {7, 7}, c.p.w.strides = {2, 2}, c.p.w.dilations = {1, 1};
+  c.p.w.pads = {3, 3, 3, 3};
+  c.p.out = {15, 19};
+  const int64_t k = 3 * 49;
+  c.x = randoms(rng, 8 * 3 * 29 * 38);
+  c.w = randoms(rng, 20 * k);
+  c.b = randoms(rng, 20);
+  c.packed.resize(static_cast<size_t>(packed_a_floats(20, k)));
+  pack_conv_weights(c.w.data(), 20, 1, k, c.packed.data());
+  bool taken = false;
+  const std::vector<float> one = run(c, {}, 1, taken);
+  ASSERT_TRUE(taken);
+  std::vector<float> want(one.size());
+  reference::conv<float>(c.p, c.x.data(), c.w.data(), bias(c), want.data());
+  double err = 0.0, norm = 0.0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    err += (one[i] - want[i]) * double(one[i] - want[i]);
+    norm += want[i] * double(want[i]);
+  }
+  EXPECT_LE(std::sqrt(err), 1e-5 * std::sqrt(norm));
+  const std::vector<float> two = run(c, {}, 2, taken);
+  ASSERT_TRUE(taken);
+  EXPECT_TRUE(same_bits(one, two));
+}
+#endif
 
 }  // namespace
 }  // namespace ptq::runtime::cpu

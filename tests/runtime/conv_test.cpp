@@ -165,6 +165,9 @@ TEST(Conv, BitIdenticalForAnyThreadCount) {
       {1, 64, 96, 1, {20, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "NOTSET", true},   // 1x1
       {1, 32, 32, 32, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "NOTSET", true},  // depthwise
       {1, 512, 512, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "NOTSET", false}, // row tiles
+      // shifted, 9 images: each thread pads its own (1 thread), 8 so and the last in a round
+      // (2 threads), all in rounds (3 threads)
+      {9, 12, 20, 1, {13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "NOTSET", true},
   };
   for (const ConvCase& cc : cases) {
     const ConvInputs in = conv_inputs(rng, cc);

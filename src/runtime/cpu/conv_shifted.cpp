@@ -111,11 +111,14 @@ float* scratch(std::vector<float>& buffer, size_t n) {
 
 bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, const float* b,
                   float* y, const ConvEpilogue& e, int threads) {
-  // A stem over a few input channels (RGB) stays on im2col, whose copies are small there:
-  // ResNet-18's 7x7/2 stem took 57-68 ms a batch of 32 on im2col against 71-72 ms here (2
-  // threads), and 35 ms of a 186 ms forward on the 16-core GPU host.
+  // Each thread pads its own images when it gets several (or is the only one); otherwise they
+  // are padded in rounds shared by all threads (`whole` below).
+  const bool own = threads <= 1 || p.N >= 4 * int64_t{threads};
+  // A stem over a few input channels (RGB) padded in rounds stays on im2col: ResNet-18's 7x7/2
+  // stem took 71-72 ms a batch of 32 in rounds against 57-68 ms on im2col (2 threads), but 26
+  // ms against 37 with each thread padding its own images (and 51 against 94 on 1 thread).
   if (p.in.size() != 2 || p.G != 1 || packed_w == nullptr || p.w.kernel[0] * p.w.kernel[1] == 1 ||
-      p.C < 8) {
+      (p.C < 8 && !own)) {
     return false;
   }
   Shifted g{};
@@ -138,23 +141,49 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
       }
     }
   }
-  // Tasks: (image, column block of up to 512 sums, row tile of 4 micro-panels), handed out one
-  // at a time; column blocks narrow (to 64) while the batch gives fewer than 8 tasks a thread,
-  // and images are padded and multiplied in even rounds of enough of them for about 8 tasks a
-  // thread. (Tiling never changes a sum: each element is summed over k in the same order.)
+  // A tile: (row tile of 4 micro-panels, column block of up to 512 sums) of one image. Column
+  // blocks narrow (to 64) while the batch gives fewer than 8 tiles a thread. (Tiling never
+  // changes a sum: each element is summed over k in the same order.)
   const int64_t tm = 4 * kGemmMR, mtiles = (g.M + tm - 1) / tm;
   int64_t tn = 512;
   while (tn > 2 * kGemmNR && p.N * ((g.P + tn - 1) / tn) * mtiles < 8 * int64_t{threads}) tn /= 2;
   const int64_t per_image = (g.P + tn - 1) / tn * mtiles;
-  const int64_t rounds = std::clamp<int64_t>(p.N * per_image / (8 * int64_t{threads}), 1, p.N);
-  const int64_t round = (p.N + rounds - 1) / rounds;
   // The last panel reads up to kGemmNR - 1 columns past P, and the last tap (KW - 1) * DW more.
   const int64_t image = g.C * plane, slack = kGemmNR + (g.KW - 1) * g.DW;
+  const int64_t in = g.C * g.H * g.W, out = g.M * g.OH * g.OW;
+  // Tile t of image n from its padded copy xi.
+  auto tile = [&](const float* xi, int64_t n, int64_t t) {
+    thread_local std::vector<float> sums;
+    float* s = scratch(sums, static_cast<size_t>(tm * tn));
+    const int64_t m0 = (t % mtiles) * tm, j0 = (t / mtiles) * tn;
+    const int64_t rows = std::min(tm, g.M - m0), cols = std::min(tn, g.P - j0);
+    gemm_shifted(rows, cols, k, packed_w + m0 * k, xi + j0, boff.data(), s, tn);
+    const int64_t at = n * out;
+    write_tile(g, s, tn, m0, rows, j0, cols, b, e,
+               e.residual != nullptr ? e.residual + at : nullptr, y + at);
+  };
+  // With several images a thread, a task is an image: its thread pads it into a buffer of its
+  // own (which stays in its cache) and computes all its tiles, with no barrier between padding
+  // and multiplying. With fewer, whole images would leave threads idle at the end (and did on
+  // the 16-thread GPU host at 2 images a thread: 2.6-2.8 s against 2.3-2.5 s to calibrate).
+  const int64_t whole = own ? p.N / threads * threads : 0;
+  parallel_tasks(threads, whole, [&](int64_t n) {
+    thread_local std::vector<float> mine;
+    float* xi = scratch(mine, static_cast<size_t>(image + slack));
+    std::fill(xi + image, xi + image + slack, 0.0f);
+    pad_planes(g, x + n * in, 0, g.C, xi);
+    for (int64_t t = 0; t < per_image; ++t) tile(xi, n, t);
+  });
+  // The other images are padded and multiplied in even rounds of enough of them for about 8
+  // tiles a thread, each round's tiles handed out one at a time.
+  const int64_t left = p.N - whole;
+  if (left == 0) return true;
+  const int64_t rounds = std::clamp<int64_t>(left * per_image / (8 * int64_t{threads}), 1, left);
+  const int64_t round = (left + rounds - 1) / rounds;
   thread_local std::vector<float> padded;
   float* xp = scratch(padded, static_cast<size_t>(round * image + slack));
   std::fill(xp + round * image, xp + round * image + slack, 0.0f);
-  const int64_t in = g.C * g.H * g.W, out = g.M * g.OH * g.OW;
-  for (int64_t n0 = 0; n0 < p.N; n0 += round) {
+  for (int64_t n0 = whole; n0 < p.N; n0 += round) {
     const int64_t images = std::min(round, p.N - n0);
     parallel_for(threads, images * g.C, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
@@ -163,15 +192,8 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
       }
     });
     parallel_tasks(threads, images * per_image, [&](int64_t t) {
-      thread_local std::vector<float> sums;
-      float* tile = scratch(sums, static_cast<size_t>(tm * tn));
-      const int64_t i = t / per_image, m0 = (t % per_image % mtiles) * tm;
-      const int64_t j0 = (t % per_image / mtiles) * tn;
-      const int64_t rows = std::min(tm, g.M - m0), cols = std::min(tn, g.P - j0);
-      gemm_shifted(rows, cols, k, packed_w + m0 * k, xp + i * image + j0, boff.data(), tile, tn);
-      const int64_t at = (n0 + i) * out;
-      write_tile(g, tile, tn, m0, rows, j0, cols, b, e,
-                 e.residual != nullptr ? e.residual + at : nullptr, y + at);
+      const int64_t i = t / per_image;
+      tile(xp + i * image, n0 + i, t % per_image);
     });
   }
   return true;
