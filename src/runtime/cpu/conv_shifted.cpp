@@ -14,6 +14,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 #if defined(__AVX512F__)
@@ -101,6 +102,20 @@ void write_tile(const Shifted& g, const float* tile, int64_t ld, int64_t m0, int
   }
 }
 
+// The tiles of an image (t: row tile t % mtiles, column block t / mtiles), largest first.
+std::vector<int64_t> largest_first(const Shifted& g, int64_t tm, int64_t tn, int64_t mtiles,
+                                   int64_t per_image) {
+  auto size = [&](int64_t t) {
+    return std::min(tm, g.M - t % mtiles * tm) * std::min(tn, g.P - t / mtiles * tn);
+  };
+  std::vector<int64_t> order(static_cast<size_t>(per_image));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return size(a) > size(b);
+  });
+  return order;
+}
+
 // Buffers of the calling thread, shared by the workers of one call and kept between calls.
 float* scratch(std::vector<float>& buffer, size_t n) {
   if (buffer.size() < n) buffer.resize(n);
@@ -175,9 +190,11 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
     for (int64_t t = 0; t < per_image; ++t) tile(xi, n, t);
   });
   // The other images are padded and multiplied in even rounds of enough of them for about 8
-  // tiles a thread, each round's tiles handed out one at a time.
+  // tiles a thread, each round's tiles handed out one at a time, the largest first (so the
+  // last ones are the small edge tiles, and the threads finish together).
   const int64_t left = p.N - whole;
   if (left == 0) return true;
+  const std::vector<int64_t> order = largest_first(g, tm, tn, mtiles, per_image);
   const int64_t rounds = std::clamp<int64_t>(left * per_image / (8 * int64_t{threads}), 1, left);
   const int64_t round = (left + rounds - 1) / rounds;
   thread_local std::vector<float> padded;
@@ -192,8 +209,8 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
       }
     });
     parallel_tasks(threads, images * per_image, [&](int64_t t) {
-      const int64_t i = t / per_image;
-      tile(xp + i * image, n0 + i, t % per_image);
+      const int64_t i = t % images;
+      tile(xp + i * image, n0 + i, order[static_cast<size_t>(t / images)]);
     });
   }
   return true;
