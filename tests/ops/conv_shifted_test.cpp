@@ -69,6 +69,13 @@ std::vector<float> run(const Case& c, const ConvEpilogue& e, int threads, bool& 
   return y;
 }
 
+// The L2 norms of got - reference and of the reference (the float64-accumulating conv).
+std::pair<double, double> error_and_norm(const Case& c, const std::vector<float>& got) {
+  std::vector<float> want(got.size());
+  reference::conv<float>(c.p, c.x.data(), c.w.data(), bias(c), want.data());
+  return test::l2_error_and_norm(got, want);
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -84,15 +91,9 @@ TEST(OpsConvShifted, MatchesReferenceOnRandomShapes) {
     const std::vector<float> got = run(c, {}, 1, taken);
     if (!taken) continue;  // too narrow for it; the im2col path runs those
     ++taken_count;
-    std::vector<float> want(got.size());
-    reference::conv<float>(c.p, c.x.data(), c.w.data(), bias(c), want.data());
-    double err = 0.0, norm = 0.0;
-    for (size_t k = 0; k < got.size(); ++k) {
-      err += (got[k] - want[k]) * double(got[k] - want[k]);
-      norm += want[k] * double(want[k]);
-    }
+    const auto [err, norm] = error_and_norm(c, got);
     // Up to 500 float32 products summed in float32: ~1e-6 relative at most.
-    EXPECT_LE(std::sqrt(err), 1e-5 * std::sqrt(norm) + 1e-6)
+    EXPECT_LE(err, 1e-5 * norm + 1e-6)
         << "case " << i << ": N " << c.p.N << " C " << c.p.C << " M " << c.p.M << " in "
         << c.p.in[0] << "x" << c.p.in[1] << " kernel " << c.p.w.kernel[0] << "x"
         << c.p.w.kernel[1];
@@ -176,14 +177,8 @@ TEST(OpsConvShifted, StemWithImagesOfItsOwnMatchesReference) {
   bool taken = false;
   const std::vector<float> one = run(c, {}, 1, taken);
   ASSERT_TRUE(taken);
-  std::vector<float> want(one.size());
-  reference::conv<float>(c.p, c.x.data(), c.w.data(), bias(c), want.data());
-  double err = 0.0, norm = 0.0;
-  for (size_t i = 0; i < one.size(); ++i) {
-    err += (one[i] - want[i]) * double(one[i] - want[i]);
-    norm += want[i] * double(want[i]);
-  }
-  EXPECT_LE(std::sqrt(err), 1e-5 * std::sqrt(norm));
+  const auto [err, norm] = error_and_norm(c, one);
+  EXPECT_LE(err, 1e-5 * norm);
   const std::vector<float> two = run(c, {}, 2, taken);
   ASSERT_TRUE(taken);
   EXPECT_TRUE(same_bits(one, two));

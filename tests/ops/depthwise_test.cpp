@@ -75,13 +75,9 @@ TEST(OpsDepthwise3x3, MatchesReferenceOnRandomShapes) {
     const std::vector<float> got = run(c, {}, 1);
     std::vector<float> want(got.size());
     reference::conv<float>(c.p, c.x.data(), c.w.data(), bias(c), want.data());
-    double err = 0.0, norm = 0.0;
-    for (size_t k = 0; k < got.size(); ++k) {
-      err += (got[k] - want[k]) * double(got[k] - want[k]);
-      norm += want[k] * double(want[k]);
-    }
+    const auto [err, norm] = test::l2_error_and_norm(got, want);
     // Nine float32 products summed in float32: ~1e-7 relative; the bound leaves room.
-    EXPECT_LE(std::sqrt(err), 1e-6 * std::sqrt(norm) + 1e-6)
+    EXPECT_LE(err, 1e-6 * norm + 1e-6)
         << "case " << i << ": N " << c.p.N << " C " << c.p.C << " M " << c.p.M << " in "
         << c.p.in[0] << "x" << c.p.in[1] << " stride " << c.p.w.strides[0] << " pads "
         << c.p.w.pads[0] << "," << c.p.w.pads[1] << "," << c.p.w.pads[2] << "," << c.p.w.pads[3];

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -90,6 +92,17 @@ inline std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo, 
   std::vector<float> v(static_cast<size_t>(n));
   for (float& f : v) f = d(rng);
   return v;
+}
+
+// The L2 norms of got - want and of want, summed in float64.
+inline std::pair<double, double> l2_error_and_norm(const std::vector<float>& got,
+                                                   const std::vector<float>& want) {
+  double err = 0.0, norm = 0.0;
+  for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+    err += (got[k] - want[k]) * double(got[k] - want[k]);
+    norm += want[k] * double(want[k]);
+  }
+  return {std::sqrt(err), std::sqrt(norm)};
 }
 
 inline ir::Tensor random_int64(const ir::Shape& shape, std::mt19937& rng, int64_t lo, int64_t hi) {
