@@ -17,6 +17,7 @@
 
 #include "conv.h"
 #include "gemm_packed.h"
+#include "plane_copy.h"
 
 namespace ptq::runtime::cpu {
 
@@ -65,58 +66,6 @@ float* scratch(size_t n) {
 
 constexpr int64_t kLanes = 16;  // outputs of a row accumulated together (one AVX-512 register)
 constexpr int64_t kRows = 4;    // output rows accumulated together (independent FMA chains)
-
-// Zeroes / copies n floats. The rows of a depthwise plane are short, so inline masked vector
-// moves beat memset/memcpy calls.
-void zero_floats(float* d, int64_t n) {
-#if defined(__AVX512F__)
-  for (int64_t i = 0; i < n; i += 16) {
-    const int64_t left = n - i;
-    _mm512_mask_storeu_ps(d + i, left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1),
-                          _mm512_setzero_ps());
-  }
-#else
-  std::fill(d, d + n, 0.0f);
-#endif
-}
-
-void copy_floats(const float* s, int64_t n, float* d) {
-#if defined(__AVX512F__)
-  for (int64_t i = 0; i < n; i += 16) {
-    const int64_t left = n - i;
-    const __mmask16 m = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-    _mm512_mask_storeu_ps(d + i, m, _mm512_maskz_loadu_ps(m, s + i));
-  }
-#else
-  std::copy(s, s + n, d);
-#endif
-}
-
-// dst[i] = src[i * step] for i < n: a plain copy for step 1; for step 2, pairs of vectors
-// narrowed to their even lanes (masked so nothing past src[(n - 1) * 2] is read).
-void copy_strided(const float* src, int64_t step, int64_t n, float* dst) {
-  if (step == 1) {
-    copy_floats(src, n, dst);
-    return;
-  }
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  if (step == 2) {
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    for (; i < n; i += 16) {
-      const int64_t out = std::min<int64_t>(16, n - i), in = 2 * out - 1;
-      const __mmask16 lo = in >= 16 ? __mmask16(0xffff) : __mmask16((1u << in) - 1);
-      const __mmask16 hi = in <= 16 ? __mmask16(0) : __mmask16((1u << (in - 16)) - 1);
-      const __m512 a = _mm512_maskz_loadu_ps(lo, src + 2 * i);
-      const __m512 b = _mm512_maskz_loadu_ps(hi, src + 2 * i + 16);
-      const __mmask16 keep = out >= 16 ? __mmask16(0xffff) : __mmask16((1u << out) - 1);
-      _mm512_mask_storeu_ps(dst + i, keep, _mm512_permutex2var_ps(a, even, b));
-    }
-    return;
-  }
-#endif
-  for (; i < n; ++i) dst[i] = src[i * step];
-}
 
 // One block of depthwise outputs: rows x lanes (at most kRows x kLanes) at y (row stride OW)
 // from the padded phase buffer at `pad` (the block's first row and column). Taps in (kh, kw)

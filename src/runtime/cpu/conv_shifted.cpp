@@ -23,6 +23,7 @@
 
 #include "conv.h"
 #include "gemm_packed.h"
+#include "plane_copy.h"
 
 namespace ptq::runtime::cpu {
 
@@ -56,18 +57,14 @@ void pad_planes(const Shifted& g, const float* x, int64_t c0, int64_t c1, float*
           float* d = phase + i * g.Wq;
           const int64_t ih = i * g.SH + a - g.PT;
           if (ih < 0 || ih >= g.H) {
-            std::fill(d, d + g.Wq, 0.0f);
+            zero_floats(d, g.Wq);
             continue;
           }
           const float* row = x + (c * g.H + ih) * g.W;
           const int64_t at = b - g.PL;  // input column of phase column 0
-          std::fill(d, d + lo, 0.0f);
-          if (g.SW == 1) {
-            std::copy(row + lo + at, row + hi + at, d + lo);
-          } else {
-            for (int64_t j = lo; j < hi; ++j) d[j] = row[j * g.SW + at];
-          }
-          std::fill(d + hi, d + g.Wq, 0.0f);
+          zero_floats(d, lo);
+          copy_strided(row + lo * g.SW + at, g.SW, hi - lo, d + lo);
+          zero_floats(d + hi, g.Wq - hi);
         }
       }
     }
