@@ -70,6 +70,18 @@ std::vector<int32_t> zero_points(const ir::Tensor* zp, int64_t n) {
   return v;
 }
 
+// One element, in ONNX Runtime's float32 order: x / scale, round half to even, + zero point,
+// clamp to Q's range [lo, hi]; and back: (q - zero point) * scale.
+template <typename Q>
+inline Q quantize_value(float x, float scale, float zero, float lo, float hi) {
+  return static_cast<Q>(std::min(std::max(std::nearbyint(x / scale) + zero, lo), hi));
+}
+
+template <typename Q>
+inline float dequantize_value(Q q, float scale, int32_t zero) {
+  return static_cast<float>(static_cast<int32_t>(q) - zero) * scale;
+}
+
 // Calls run(o, ai, flat, n) for runs of n consecutive elements of X from element `flat`: row
 // (o, ai) of X viewed as [outer, a, inner] (per-tensor: chunks of the whole tensor, o = ai =
 // 0), split across threads. Outside blocked scales a run shares one scale, m.at(o, ai, 0).
@@ -140,18 +152,13 @@ class QuantizeKernel final : public Kernel {
           const float sk = s[k], zk = static_cast<float>(z[k]);
           const float* xr = xf + flat;
           Q* yr = y + flat;
-          for (int64_t i = 0; i < n; ++i) {
-            const float v = std::nearbyint(xr[i] / sk) + zk;
-            yr[i] = static_cast<Q>(std::min(std::max(v, lo), hi));
-          }
+          for (int64_t i = 0; i < n; ++i) yr[i] = quantize_value<Q>(xr[i], sk, zk, lo, hi);
         });
         return;
       }
       for_each_element(m, x.size(), threads_, [&](int64_t o, int64_t a, int64_t i, int64_t flat) {
         const int64_t k = m.at(o, a, i);
-        const float v = std::nearbyint(xf[flat] / s[k]) +
-                        static_cast<float>(z[k]);
-        y[flat] = static_cast<Q>(std::min(std::max(v, lo), hi));
+        y[flat] = quantize_value<Q>(xf[flat], s[k], static_cast<float>(z[k]), lo, hi);
       });
     });
     if (!done) {
@@ -207,19 +214,15 @@ class DequantizeKernel final : public Kernel {
           const int32_t zk = z[k];
           const Q* xr = xp + flat;
           float* yr = yf + flat;
-          for (int64_t i = 0; i < n; ++i) {
-            yr[i] = static_cast<float>(static_cast<int32_t>(xr[i]) - zk) * sk;
-          }
+          for (int64_t i = 0; i < n; ++i) yr[i] = dequantize_value(xr[i], sk, zk);
         });
         return;
       }
       for_each_element(m, x.size(), threads_, [&](int64_t o, int64_t a, int64_t i, int64_t flat) {
         const int64_t k = m.at(o, a, i);
-        const float v = static_cast<float>(static_cast<int32_t>(xp[flat]) - z[k]) * s[k];
-        if (yf != nullptr) {
+        const float v = dequantize_value(xp[flat], s[k], z[k]);
+        if (yf != nullptr) {  // float32
           yf[flat] = v;
-        } else if (to == ir::DType::kFloat32) {
-          static_cast<float*>(yraw)[flat] = v;
         } else if (to == ir::DType::kFloat16) {
           static_cast<uint16_t*>(yraw)[flat] = ir::float_to_half(v);
         } else {
