@@ -2,7 +2,8 @@
 // float64-accumulating reference conv on random shapes (fixed seeds): kernels 1x2 to 5x5,
 // strides 1 to 3, dilations, asymmetric pads, batches, 8-24 input channels, row counts that
 // leave partial micro-panels; bit-identical for any thread count, and its fused residual +
-// activation bit-identical to the separate ops.
+// activation bit-identical to the separate ops; images interleaved (small outputs) equal to
+// each image alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,13 +27,37 @@ std::vector<float> randoms(std::mt19937& rng, int64_t n) {
   return test::random_floats(rng, n, -1.0f, 1.0f);
 }
 
+// p.out from the rest of p (the end pads grown where needed for at least one output).
+void set_outputs(ConvParams& p) {
+  p.out.clear();
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t extent = (p.w.kernel[i] - 1) * p.w.dilations[i] + 1;
+    const int64_t span = p.in[i] + p.w.pads[i] + p.w.pads[i + 2] - extent;
+    if (span < 0) p.w.pads[i + 2] += -span;
+    p.out.push_back((p.in[i] + p.w.pads[i] + p.w.pads[i + 2] - extent) / p.w.strides[i] + 1);
+  }
+}
+
+// Random inputs, weights (and their packing), maybe a bias, and a residual for geometry p.
+Case with_data(std::mt19937& rng, const ConvParams& p) {
+  Case c;
+  c.p = p;
+  const int64_t k = p.C * p.w.kernel[0] * p.w.kernel[1];
+  c.x = randoms(rng, p.N * p.C * p.in[0] * p.in[1]);
+  c.w = randoms(rng, p.M * k);
+  c.packed.resize(static_cast<size_t>(packed_a_floats(p.M, k)));
+  pack_conv_weights(c.w.data(), p.M, 1, k, c.packed.data());
+  if (std::uniform_int_distribution<int64_t>(0, 1)(rng) == 1) c.b = randoms(rng, p.M);
+  c.res = randoms(rng, p.N * p.M * p.out[0] * p.out[1]);
+  return c;
+}
+
 // A random geometry conv_shifted takes (wide enough outputs, kernel above 1x1).
 Case random_case(std::mt19937& rng) {
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  Case c;
-  ConvParams& p = c.p;
+  ConvParams p;
   p.N = pick(1, 3);  // several images: padded in rounds on 2+ threads, one a thread on 1
   p.C = pick(8, 24);  // fewer input channels (an RGB stem) are taken on some thread counts only
   p.M = pick(1, 40);
@@ -44,20 +69,8 @@ Case random_case(std::mt19937& rng) {
   p.w.dilations = {pick(1, 2), pick(1, 2)};
   p.w.pads = {pick(0, 3), pick(0, 3), pick(0, 3), pick(0, 3)};
   p.in = {pick(1, 24), pick(12, 40) * p.w.strides[1]};
-  for (size_t i = 0; i < 2; ++i) {
-    const int64_t extent = (p.w.kernel[i] - 1) * p.w.dilations[i] + 1;
-    const int64_t span = p.in[i] + p.w.pads[i] + p.w.pads[i + 2] - extent;
-    if (span < 0) p.w.pads[i + 2] += -span;  // at least one output
-    p.out.push_back((p.in[i] + p.w.pads[i] + p.w.pads[i + 2] - extent) / p.w.strides[i] + 1);
-  }
-  const int64_t k = p.C * p.w.kernel[0] * p.w.kernel[1];
-  c.x = randoms(rng, p.N * p.C * p.in[0] * p.in[1]);
-  c.w = randoms(rng, p.M * k);
-  c.packed.resize(static_cast<size_t>(packed_a_floats(p.M, k)));
-  pack_conv_weights(c.w.data(), p.M, 1, k, c.packed.data());
-  if (pick(0, 1) == 1) c.b = randoms(rng, p.M);
-  c.res = randoms(rng, p.N * p.M * p.out[0] * p.out[1]);
-  return c;
+  set_outputs(p);
+  return with_data(rng, p);
 }
 
 const float* bias(const Case& c) { return c.b.empty() ? nullptr : c.b.data(); }
@@ -132,6 +145,55 @@ TEST(OpsConvShifted, FusedEpilogueEqualsSeparateOps) {
       EXPECT_TRUE(same_bits(run(c, e, 1, taken), want))
           << "case " << i << " act " << static_cast<int>(act);
     }
+  }
+}
+
+// Image n of case c as a case of its own (same weights and bias).
+Case image_of(const Case& c, int64_t n) {
+  Case one = c;
+  one.p.N = 1;
+  const size_t in = static_cast<size_t>(c.p.C * c.p.in[0] * c.p.in[1]);
+  const size_t out = static_cast<size_t>(c.p.M * c.p.out[0] * c.p.out[1]);
+  one.x.assign(c.x.begin() + n * in, c.x.begin() + (n + 1) * in);
+  one.res.assign(c.res.begin() + n * out, c.res.begin() + (n + 1) * out);
+  return one;
+}
+
+// Small outputs of several images go through a copy with the images interleaved: each image's
+// outputs equal that image convolved alone (its own padded copy, or im2col) bit for bit, with the fused
+// residual and activation, on any thread count, and match the reference conv. Shapes: 9
+// images (a partial 16-image gather), 80 (two column blocks a row), dilated, 2x3 unpadded.
+TEST(OpsConvShifted, InterleavedImagesEqualEachImageAlone) {
+  std::mt19937 rng(31);
+  struct Shape {
+    int64_t n, c, m, h, w, kh, kw, d, pad;
+  };
+  for (const Shape& s : {Shape{9, 24, 40, 7, 7, 3, 3, 1, 1}, Shape{80, 8, 20, 7, 7, 3, 3, 1, 1},
+                        Shape{7, 12, 30, 7, 9, 3, 3, 2, 2}, Shape{17, 10, 16, 4, 5, 2, 3, 1, 0}}) {
+    ConvParams p;
+    p.N = s.n, p.C = s.c, p.M = s.m, p.G = 1, p.in = {s.h, s.w};
+    p.w.kernel = {s.kh, s.kw}, p.w.strides = {1, 1}, p.w.dilations = {s.d, s.d};
+    p.w.pads = {s.pad, s.pad, s.pad, s.pad};
+    set_outputs(p);
+    const Case c = with_data(rng, p);
+    ASSERT_TRUE(conv_shifted_interleaves(c.p)) << "shape " << s.n << "x" << s.c;
+    bool taken = false;
+    const auto [err, norm] = error_and_norm(c, run(c, {}, 1, taken));
+    ASSERT_TRUE(taken);
+    EXPECT_LE(err, 1e-5 * norm + 1e-6) << "shape " << s.n << "x" << s.c;
+    const ConvEpilogue e{c.res.data(), Activation::kRelu, 0.0f, 0.0f};
+    const std::vector<float> all = run(c, e, 1, taken);
+    const size_t out = static_cast<size_t>(c.p.M * c.p.out[0] * c.p.out[1]);
+    for (int64_t n = 0; n < c.p.N; ++n) {
+      const Case one = image_of(c, n);
+      ASSERT_FALSE(conv_shifted_interleaves(one.p));
+      std::vector<float> alone(out, NAN);  // by whichever kernel takes one image (conv_fast)
+      ASSERT_TRUE(conv_fast(one.p, one.x.data(), one.w.data(), one.packed.data(), bias(one),
+                            alone.data(), {one.res.data(), Activation::kRelu, 0, 0}, 1));
+      const std::vector<float> mine(all.begin() + n * out, all.begin() + (n + 1) * out);
+      EXPECT_TRUE(same_bits(mine, alone)) << "shape " << s.n << "x" << s.c << " image " << n;
+    }
+    for (int t : {2, 3, 16}) EXPECT_TRUE(same_bits(all, run(c, e, t, taken))) << "threads " << t;
   }
 }
 

@@ -59,4 +59,8 @@ bool depthwise3x3(const ConvParams& p, const float* x, const float* w, const flo
 bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, const float* b,
                   float* y, const ConvEpilogue& epilogue, int threads);
 
+// Whether conv_shifted lays the images of this call side by side (an interleaved copy, for
+// small outputs such as 7x7); results are the same bit for bit either way.
+bool conv_shifted_interleaves(const ConvParams& p);
+
 }  // namespace ptq::runtime::cpu

@@ -7,7 +7,8 @@
 // straight from the copy (gemm_shifted) into a tile of the M x OH * Wq sums, and the valid
 // columns are written to Y with the bias and epilogue. The copy is one pass over the input
 // where im2col wrote KH * KW (strided) copies; each sum runs over k in the order the im2col
-// path uses.
+// path uses. Small outputs (7x7) interleave the images in the copy instead (`interleaves`), so
+// a row of outputs of all images fills whole column panels.
 
 // GCC 12 reports a false "may be used uninitialized" inside its own AVX-512 min/max intrinsics
 // (their _mm512_undefined_ps pass-through operand).
@@ -37,12 +38,51 @@ struct Shifted {
 
 int64_t panels(int64_t n) { return (n + kGemmNR - 1) / kGemmNR; }
 
+Shifted shifted_geometry(const ConvParams& p) {
+  Shifted g{};
+  g.C = p.C, g.H = p.in[0], g.W = p.in[1], g.M = p.M;
+  g.KH = p.w.kernel[0], g.KW = p.w.kernel[1], g.SH = p.w.strides[0], g.SW = p.w.strides[1];
+  g.DH = p.w.dilations[0], g.DW = p.w.dilations[1];
+  g.PT = p.w.pad_begin(0), g.PL = p.w.pad_begin(1), g.OH = p.out[0], g.OW = p.out[1];
+  g.Hq = g.OH + (g.KH - 1) * g.DH / g.SH, g.Wq = g.OW + (g.KW - 1) * g.DW / g.SW;
+  g.P = g.OH * g.Wq;
+  return g;
+}
+
 // Indices j < n with first <= j * s < first + size (first may be negative): [lo, hi).
 void inside(int64_t first, int64_t s, int64_t size, int64_t n, int64_t& lo, int64_t& hi) {
   lo = first >= 0 ? 0 : (-first + s - 1) / s;
   const int64_t last = size - 1 - first;  // need j * s <= last
   hi = last < 0 ? 0 : std::min(n, last / s + 1);
   lo = std::min(lo, hi);
+}
+
+// Where element (i, j) of phase `ph` of channel c of a padded copy lies: per image, phases of
+// Hq x Wq floats; interleaved (below), N floats an element and padded pitches.
+struct Layout {
+  int64_t channel, phase, row, unit;
+  int64_t at(int64_t c, int64_t ph, int64_t i, int64_t j) const {
+    return c * channel + ph * phase + i * row + j * unit;
+  }
+};
+
+Layout image_layout(const Shifted& g) {
+  return {g.SH * g.SW * g.Hq * g.Wq, g.Hq * g.Wq, g.Wq, 1};
+}
+
+// Where row q = (ci, kh, kw) of the im2col matrix starts in a padded copy.
+std::vector<int64_t> tap_offsets(const Shifted& g, const Layout& l) {
+  std::vector<int64_t> boff(static_cast<size_t>(g.C * g.KH * g.KW));
+  for (int64_t ci = 0, q = 0; ci < g.C; ++ci) {
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t r = kh * g.DH;
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t c = kw * g.DW;
+        boff[static_cast<size_t>(q++)] = l.at(ci, r % g.SH * g.SW + c % g.SW, r / g.SH, c / g.SW);
+      }
+    }
+  }
+  return boff;
 }
 
 // Channels [c0, c1) of one image into their zero-padded phases (Hq x Wq each).
@@ -80,19 +120,13 @@ void write_tile(const Shifted& g, const float* tile, int64_t ld, int64_t m0, int
   const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t m = m0 + i;
-    const __m512 bias = _mm512_set1_ps(b != nullptr ? b[m] : 0.0f);
     for (int64_t p = j0; p < j0 + cols;) {
       const int64_t oh = p / g.Wq, row_end = std::min(j0 + cols, (oh + 1) * g.Wq);
-      const int64_t ow_end = std::min(g.OW, row_end - oh * g.Wq);
-      const float* s = tile + i * ld + oh * g.Wq - j0;
-      const int64_t at = (m * g.OH + oh) * g.OW;
-      for (int64_t ow = p - oh * g.Wq; ow < ow_end; ow += 16) {
-        const int64_t left = ow_end - ow;
-        const __mmask16 k = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-        __m512 v = _mm512_maskz_loadu_ps(k, s + ow);
-        if (b != nullptr) v = _mm512_add_ps(v, bias);
-        if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + at + ow));
-        _mm512_mask_storeu_ps(y + at + ow, k, activate(v, e.act, lo, hi));
+      const int64_t ow = p - oh * g.Wq, ow_end = std::min(g.OW, row_end - oh * g.Wq);
+      const int64_t at = (m * g.OH + oh) * g.OW + ow;
+      if (ow < ow_end) {
+        finish_run(tile + i * ld + p - j0, ow_end - ow, b != nullptr ? b + m : nullptr,
+                   res != nullptr ? res + at : nullptr, e.act, lo, hi, y + at);
       }
       p = row_end;
     }
@@ -119,40 +153,157 @@ float* scratch(std::vector<float>& buffer, size_t n) {
   return buffer.data();
 }
 
+// Images interleaved: where an image's outputs fill its column panels poorly (7x7: 63 sums
+// over the phase width, 49 of them outputs, in 64 columns), the padded copy takes the image as
+// its innermost index (Layout: N floats an element), so the outputs (ow, n) of one output row
+// oh are OW * N columns in a row with no padding between. A tile is (output row, row tile of
+// the outputs, block of whole outputs of all images). For ResNet-18's 3x3 convolutions at batch
+// 32 on 1 thread that paid at 7x7 (153-157 -> 159-188 GFLOP/s) but not at 14x14 (within noise)
+// or 28x28 (180 -> 161: each tap row spans three times the cache lines), nor with stride 2.
+bool interleaves(const Shifted& g, int64_t n) {
+  const int64_t cols = g.OW * n;
+  const double mine = static_cast<double>(g.OH * g.OW) / static_cast<double>(panels(g.P) * kGemmNR);
+  const double theirs = static_cast<double>(cols) / static_cast<double>(panels(cols) * kGemmNR);
+  return n > 1 && g.SH == 1 && g.SW == 1 && theirs >= 1.2 * mine &&
+         16 * g.C * g.H * g.W < (int64_t{1} << 31);
+}
+
+// A pitch of at least `floats`, whole cache lines, and not a multiple of 2 KiB: rows, phases
+// or channels that far apart would share L1 sets (a 14x14 plane of 32 images is 32 KiB).
+int64_t pitch(int64_t floats) {
+  const int64_t line = 16;
+  const int64_t n = (floats + line - 1) / line * line;
+  return n % 512 == 0 ? n + line : n;
+}
+
+Layout interleaved_layout(const Shifted& g, int64_t n_images) {
+  Layout l{0, 0, pitch(g.Wq * n_images), n_images};
+  l.phase = pitch(g.Hq * l.row);
+  l.channel = pitch(g.SH * g.SW * l.phase);
+  return l;
+}
+
+// Lane l: l * step (a gather's offsets over 16 images or 16 columns).
+__m512i lane_steps(int64_t step) {
+  return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(static_cast<int>(step)));
+}
+
+__mmask16 first_lanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+
+// Channel c of all N images, padded, into the interleaved copy xq: each element of 16 images
+// at a time, gathered from their planes.
+void interleave_channel(const Shifted& g, const Layout& l, const float* x, int64_t c, float* xq) {
+  const int64_t in = g.C * g.H * g.W, n_images = l.unit;
+  const __m512i images = lane_steps(in);
+  for (int64_t ph = 0; ph < g.SH * g.SW; ++ph) {
+    for (int64_t i = 0; i < g.Hq; ++i) {
+      float* row = xq + l.at(c, ph, i, 0);
+      const int64_t ih = i * g.SH + ph / g.SW - g.PT;
+      for (int64_t j = 0; j < g.Wq; ++j) {
+        const int64_t iw = j * g.SW + ph % g.SW - g.PL;
+        float* d = row + j * n_images;
+        if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) {
+          zero_floats(d, n_images);
+          continue;
+        }
+        const float* src = x + (c * g.H + ih) * g.W + iw;
+        for (int64_t n = 0; n < n_images; n += 16) {
+          const __mmask16 k = first_lanes(n_images - n);
+          _mm512_mask_storeu_ps(d + n, k, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, images,
+                                                                   src + n * in, 4));
+        }
+      }
+    }
+  }
+}
+
+// Sums of rows [m0, m0 + rows) over outputs [ow0, ow1) of output row oh (column (ow - ow0) * N
+// + n: output ow of image n) into y with the bias and the epilogue, in write_tile's order.
+void write_interleaved(const Shifted& g, int64_t n_images, const float* tile, int64_t ld,
+                       int64_t oh, int64_t m0, int64_t rows, int64_t ow0, int64_t ow1,
+                       const float* b, const ConvEpilogue& e, float* y) {
+  const int64_t out = g.M * g.OH * g.OW;
+  const __m512i cols = lane_steps(n_images);
+  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t m = m0 + i;
+    const __m512 bias = _mm512_set1_ps(b != nullptr ? b[m] : 0.0f);
+    for (int64_t n = 0; n < n_images; ++n) {
+      const int64_t at = n * out + (m * g.OH + oh) * g.OW;
+      for (int64_t ow = ow0; ow < ow1; ow += 16) {
+        const __mmask16 k = first_lanes(ow1 - ow);
+        const float* s = tile + i * ld + (ow - ow0) * n_images + n;
+        __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, cols, s, 4);
+        if (b != nullptr) v = _mm512_add_ps(v, bias);
+        if (e.residual != nullptr) {
+          v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, e.residual + at + ow));
+        }
+        _mm512_mask_storeu_ps(y + at + ow, k, activate(v, e.act, lo, hi));
+      }
+    }
+  }
+}
+
+// The conv on the interleaved copy (interleaves): every channel of every image padded, then
+// the tiles (output row, row tile, block of whole outputs of all images).
+void interleaved(const Shifted& g, int64_t n_images, const float* x, const float* packed_w,
+                 const float* b, const ConvEpilogue& e, float* y, int threads) {
+  const int64_t k = g.C * g.KH * g.KW;
+  const Layout l = interleaved_layout(g, n_images);
+  const std::vector<int64_t> boff = tap_offsets(g, l);
+  const int64_t floats = g.C * l.channel;
+  const int64_t tm = 4 * kGemmMR, mtiles = (g.M + tm - 1) / tm;
+  const int64_t blocks = (g.OW * n_images + 511) / 512, bw = (g.OW + blocks - 1) / blocks;
+  const int64_t tn = panels(bw * n_images) * kGemmNR, per_row = blocks * mtiles;
+  thread_local std::vector<float> copy;
+  float* xq = scratch(copy, static_cast<size_t>(floats + kGemmNR));  // + the last panel's overrun
+  std::fill(xq + floats, xq + floats + kGemmNR, 0.0f);
+  parallel_for(threads, g.C, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) interleave_channel(g, l, x, c, xq);
+  });
+  parallel_tasks(threads, g.OH * per_row, [&](int64_t t) {
+    thread_local std::vector<float> sums;
+    float* s = scratch(sums, static_cast<size_t>(tm * tn));
+    const int64_t oh = t / per_row, ow0 = t % per_row / mtiles * bw, m0 = t % mtiles * tm;
+    const int64_t rows = std::min(tm, g.M - m0), ow1 = std::min(g.OW, ow0 + bw);
+    gemm_shifted(rows, (ow1 - ow0) * n_images, k, packed_w + m0 * k,
+                 xq + oh * l.row + ow0 * n_images, boff.data(), s, tn);
+    write_interleaved(g, n_images, s, tn, oh, m0, rows, ow0, ow1, b, e, y);
+  });
+}
+
 }  // namespace
+
+bool conv_shifted_interleaves(const ConvParams& p) {
+  if (p.in.size() != 2 || p.G != 1 || p.w.kernel[0] * p.w.kernel[1] == 1) return false;
+  const Shifted g = shifted_geometry(p);
+  return g.OH > 0 && g.OW > 0 && interleaves(g, p.N);
+}
 
 bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, const float* b,
                   float* y, const ConvEpilogue& e, int threads) {
+  if (packed_w == nullptr) return false;
+  if (conv_shifted_interleaves(p)) {
+    interleaved(shifted_geometry(p), p.N, x, packed_w, b, e, y, threads);
+    return true;
+  }
   // Each thread pads its own images when it gets several (or is the only one); otherwise they
   // are padded in rounds shared by all threads (`whole` below).
   const bool own = threads <= 1 || p.N >= 4 * int64_t{threads};
   // A stem over a few input channels (RGB) padded in rounds stays on im2col: ResNet-18's 7x7/2
   // stem took 71-72 ms a batch of 32 in rounds against 57-68 ms on im2col (2 threads), but 26
   // ms against 37 with each thread padding its own images (and 51 against 94 on 1 thread).
-  if (p.in.size() != 2 || p.G != 1 || packed_w == nullptr || p.w.kernel[0] * p.w.kernel[1] == 1 ||
-      (p.C < 8 && !own)) {
+  if (p.in.size() != 2 || p.G != 1 || p.w.kernel[0] * p.w.kernel[1] == 1 || (p.C < 8 && !own)) {
     return false;
   }
-  Shifted g{};
-  g.C = p.C, g.H = p.in[0], g.W = p.in[1], g.M = p.M;
-  g.KH = p.w.kernel[0], g.KW = p.w.kernel[1], g.SH = p.w.strides[0], g.SW = p.w.strides[1];
-  g.DH = p.w.dilations[0], g.DW = p.w.dilations[1];
-  g.PT = p.w.pad_begin(0), g.PL = p.w.pad_begin(1), g.OH = p.out[0], g.OW = p.out[1];
-  g.Hq = g.OH + (g.KH - 1) * g.DH / g.SH, g.Wq = g.OW + (g.KW - 1) * g.DW / g.SW;
-  g.P = g.OH * g.Wq;
+  const Shifted g = shifted_geometry(p);
   // Narrow outputs waste too many columns: keep within a quarter more panels than im2col.
   if (g.OH <= 0 || g.OW <= 0 || 4 * panels(g.P) > 5 * panels(g.OH * g.OW)) return false;
-  const int64_t k = g.C * g.KH * g.KW, phase = g.Hq * g.Wq, plane = g.SH * g.SW * phase;
-  std::vector<int64_t> boff(static_cast<size_t>(k));
-  for (int64_t ci = 0, q = 0; ci < g.C; ++ci) {
-    for (int64_t kh = 0; kh < g.KH; ++kh) {
-      const int64_t r = kh * g.DH;
-      for (int64_t kw = 0; kw < g.KW; ++kw) {
-        const int64_t c = kw * g.DW;
-        boff[q++] = ci * plane + (r % g.SH * g.SW + c % g.SW) * phase + r / g.SH * g.Wq + c / g.SW;
-      }
-    }
-  }
+  const int64_t k = g.C * g.KH * g.KW, plane = g.SH * g.SW * g.Hq * g.Wq;
+  const std::vector<int64_t> boff = tap_offsets(g, image_layout(g));
   // A tile: (row tile of 4 micro-panels, column block of up to 512 sums) of one image. Column
   // blocks narrow (to 64) while the batch gives fewer than 8 tiles a thread. (Tiling never
   // changes a sum: each element is summed over k in the same order.)
@@ -214,6 +365,8 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
 }
 
 #else
+
+bool conv_shifted_interleaves(const ConvParams&) { return false; }
 
 bool conv_shifted(const ConvParams&, const float*, const float*, const float*, float*,
                   const ConvEpilogue&, int) {

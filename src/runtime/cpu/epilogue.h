@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 
 #include "ptq/runtime.h"
 
@@ -31,6 +32,21 @@ inline __m512 activate(__m512 x, Activation a, __m512 lo, __m512 hi) {
   if (a == Activation::kRelu) return _mm512_max_ps(x, _mm512_setzero_ps());
   if (a == Activation::kClip) return _mm512_min_ps(hi, _mm512_max_ps(lo, x));
   return x;
+}
+
+// y[i] = activate(s[i] + *bias + res[i]) for i < n, in the GEMM epilogue's order (bias and res
+// may be null: no term): a run of finished sums written out from a tile of them.
+inline void finish_run(const float* s, int64_t n, const float* bias, const float* res,
+                       Activation a, __m512 lo, __m512 hi, float* y) {
+  const __m512 b = _mm512_set1_ps(bias != nullptr ? *bias : 0.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t left = n - i;
+    const __mmask16 k = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(k, s + i);
+    if (bias != nullptr) v = _mm512_add_ps(v, b);
+    if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + i));
+    _mm512_mask_storeu_ps(y + i, k, activate(v, a, lo, hi));
+  }
 }
 #endif
 #if defined(__AVX2__)
