@@ -44,7 +44,33 @@ PoolAllocator::~PoolAllocator() {
   for (auto& b : blocks_) {
     if (b->own) system_free(b->data, b->capacity);
   }
+  drop_spares();
   drop_arena();
+}
+
+std::byte* PoolAllocator::own_buffer(size_t bytes) {
+  auto it = spares_.find(bytes);
+  if (it == spares_.end()) return system_alloc(bytes);
+  std::byte* p = it->second;
+  spares_.erase(it);
+  spare_bytes_ -= bytes;
+  return p;
+}
+
+void PoolAllocator::drop_own(std::byte* data, size_t bytes) {
+  if (bytes > kSpareMax || spare_bytes_ + bytes > kSpareBytes) {
+    system_free(data, bytes);
+    return;
+  }
+  spares_.emplace(bytes, data);
+  spare_bytes_ += bytes;
+  if (mode_ == Mode::kRecording) pool_ = std::max(pool_, live_capacity_ + static_cast<int64_t>(spare_bytes_));
+}
+
+void PoolAllocator::drop_spares() {
+  for (const auto& [bytes, data] : spares_) system_free(data, bytes);
+  spares_.clear();
+  spare_bytes_ = 0;
 }
 
 void PoolAllocator::drop_arena() {
@@ -72,6 +98,7 @@ void PoolAllocator::begin_run(const std::vector<int64_t>& key) {
 }
 
 void PoolAllocator::end_run(bool ok) {
+  drop_spares();
   if (mode_ == Mode::kPlanned && plan_missed_) plans_.erase(key_);  // record again next time
   if (mode_ != Mode::kRecording || !ok) return;
   for (size_t i = 0; i < next_; ++i) {
@@ -108,7 +135,7 @@ ir::Tensor PoolAllocator::allocate(ir::DType dtype, const ir::Shape& shape) {
     block->own = false;
   } else {
     if (mode_ == Mode::kPlanned) plan_missed_ = true;
-    block->data = system_alloc(want);
+    block->data = own_buffer(want);
     block->own = true;
     if (mode_ == Mode::kRecording) {
       if (requests_.size() <= i) requests_.resize(i + 1);
@@ -140,7 +167,7 @@ void PoolAllocator::release(Block* block) {
     requests_[block->request].dies = clock_;
   }
   ++clock_;
-  if (block->own) system_free(block->data, block->capacity);
+  if (block->own) drop_own(block->data, block->capacity);
   block->data = nullptr;
   block->own = false;
   block->used = 0;

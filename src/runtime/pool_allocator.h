@@ -30,7 +30,9 @@ struct Block {
 // a few shapes are kept (a calibration pass ends on a smaller batch, then starts again), all in
 // the one arena, which is as large as the largest of them. A request the plan does not expect
 // (another size, or more requests) gets its own buffer for that run, and the next run of that
-// shape records again.
+// shape records again. Within a run, a dead buffer of up to 4 MiB may be handed to the next
+// request of its exact size instead of going back to the system (32 MiB of them at most; all
+// go back when the run ends).
 class PoolAllocator final : public Allocator {
  public:
   PoolAllocator() = default;
@@ -73,6 +75,9 @@ class PoolAllocator final : public Allocator {
   Block* next_block();
   static size_t place(std::vector<Request>& requests);
   void drop_arena();
+  std::byte* own_buffer(size_t bytes);
+  void drop_own(std::byte* data, size_t bytes);
+  void drop_spares();
 
   Mode mode_ = Mode::kRecording;
   std::vector<int64_t> key_;  // this run's
@@ -85,6 +90,13 @@ class PoolAllocator final : public Allocator {
   std::byte* arena_ = nullptr;
   size_t arena_bytes_ = 0;
   std::vector<Block*> fresh_;
+  // Buffers of dead blocks kept for a later request of the same size in this run (small ones
+  // only, up to kSpareBytes): a recording run of a model of small tensors would otherwise map,
+  // fault in and unmap a fresh buffer for every value.
+  std::multimap<size_t, std::byte*> spares_;
+  size_t spare_bytes_ = 0;
+  static constexpr size_t kSpareMax = size_t{4} << 20;    // the largest buffer kept
+  static constexpr size_t kSpareBytes = size_t{32} << 20;  // all of them
   int64_t in_use_ = 0;
   int64_t live_capacity_ = 0;  // bytes of live blocks, rounded as allocated
   int64_t peak_ = 0;

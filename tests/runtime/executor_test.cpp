@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "pool_allocator.h"
 #include "ptq/runtime.h"
 
 namespace ptq::runtime {
@@ -209,6 +210,27 @@ TEST(Executor, PlannedArenaKeepsResultsAcrossRunsAndShapes) {
   EXPECT_LE(pool[1], pool[0]);            // the arena of batch 1
   EXPECT_EQ(pool[4], 3 * 640);            // batch 40 (640 bytes per tensor) widened it
   for (size_t i = 5; i < pool.size(); ++i) EXPECT_EQ(pool[i], pool[4]) << i;  // no new records
+}
+
+// A recording run hands the buffer of a dead value (up to 4 MiB) to the next request of its
+// exact size, instead of mapping and faulting in a fresh one, and counts it in its pool bytes
+// while it waits; another size does not get it.
+TEST(PoolAllocator, RecordingRunReusesDeadBuffersOfTheirSize) {
+  PoolAllocator pool;
+  pool.begin_run({1});
+  const ir::Shape mib{256 * 1024};  // 1 MiB of floats
+  const ir::Tensor a = pool.allocate(DType::kFloat32, mib);
+  std::vector<Block*> blocks = pool.take_fresh();
+  const float* at = a.data<float>();
+  pool.release(blocks[0]);
+  EXPECT_EQ(pool.pool_bytes(), int64_t{1} << 20);
+  const ir::Tensor other = pool.allocate(DType::kFloat32, {1000});
+  EXPECT_NE(other.data<float>(), at);
+  const ir::Tensor b = pool.allocate(DType::kFloat32, mib);
+  EXPECT_EQ(b.data<float>(), at);
+  EXPECT_EQ(pool.pool_bytes(), (int64_t{1} << 20) + 4032);  // 4,000 bytes rounded to 64
+  for (Block* block : pool.take_fresh()) pool.release(block);
+  pool.end_run(true);
 }
 
 // Scratch buffers go back to the pool; an unconsumed second output is freed at once.
