@@ -7,6 +7,7 @@
 #include <random>
 
 #include "gemm_packed.h"
+#include "shared_packing.h"
 #include "kernel_harness.h"
 
 namespace ptq::runtime::testing {
@@ -214,6 +215,30 @@ TEST(GemmPacked, GemmAndMatMulWithConstantB) {
   expect_packed_matches(make_node("MatMul", 2, 1), in, {1}, "matmul [2, 45, 64] x [64, 100]", false);
   std::vector<ir::Tensor> vec{random_tensor(rng, {64}), random_tensor(rng, {64, 33})};
   expect_packed_matches(make_node("MatMul", 2, 1), vec, {1}, "matmul [64] x [64, 33]", false);
+}
+
+// Kernels packing the same weights the same way share one packing while any of them holds
+// it; other parameters get their own; once none holds it, it is packed afresh.
+TEST(SharedPacking, SameWeightsAndParamsShareOnePacking) {
+  const std::vector<float> w(64, 1.5f);
+  int packs = 0;
+  auto pack = [&](float* out) {
+    ++packs;
+    std::fill(out, out + 8, 2.0f);
+  };
+  cpu::PackedWeights a = cpu::shared_packing(w.data(), {0, 8, 8, 1}, 8, pack);
+  cpu::PackedWeights b = cpu::shared_packing(w.data(), {0, 8, 8, 1}, 8, pack);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(packs, 1);
+  EXPECT_EQ(a[7], 2.0f);
+  cpu::PackedWeights other = cpu::shared_packing(w.data(), {0, 4, 16, 1}, 8, pack);
+  EXPECT_NE(other.get(), a.get());
+  EXPECT_EQ(packs, 2);
+  a.reset();
+  b.reset();
+  cpu::PackedWeights again = cpu::shared_packing(w.data(), {0, 8, 8, 1}, 8, pack);
+  EXPECT_EQ(packs, 3);
+  EXPECT_EQ(again[0], 2.0f);
 }
 
 }  // namespace

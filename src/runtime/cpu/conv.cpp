@@ -3,6 +3,7 @@
 
 #include "gemm_packed.h"
 #include "registry.h"
+#include "shared_packing.h"
 
 namespace ptq::runtime::cpu {
 
@@ -114,7 +115,7 @@ class ConvKernel final : public Kernel {
   // The packed weights when `w` is the initializer they were packed from, else null. The
   // executor passes a view of the initializer: same bytes, another Tensor object.
   const float* packed(const ir::Tensor& w) const {
-    return weights_ != nullptr && w.raw() == weights_->raw() ? packed_.data() : nullptr;
+    return weights_ != nullptr && w.raw() == weights_->raw() ? packed_.get() : nullptr;
   }
 
   // Constant float weights of a 1-D/2-D conv that runs as a GEMM (not depthwise) are packed
@@ -124,9 +125,10 @@ class ConvKernel final : public Kernel {
         w->dim(1) <= 1 || group_ <= 0 || w->dim(0) % group_ != 0) {
       return;
     }
-    const int64_t k = w->size() / w->dim(0);
-    packed_.resize(static_cast<size_t>(group_ * packed_a_floats(w->dim(0) / group_, k)));
-    pack_conv_weights(w->data<float>(), w->dim(0), group_, k, packed_.data());
+    const int64_t m = w->dim(0), k = w->size() / m;
+    packed_ = shared_packing(w->raw(), {0, m, k, group_},
+                             static_cast<size_t>(group_ * packed_a_floats(m / group_, k)),
+                             [&](float* out) { pack_conv_weights(w->data<float>(), m, group_, k, out); });
     weights_ = w;
   }
 
@@ -136,7 +138,7 @@ class ConvKernel final : public Kernel {
   bool reference_;
   bool fusable_ = false;
   const ir::Tensor* weights_ = nullptr;  // the initializer packed_ was made from
-  std::vector<float> packed_;
+  PackedWeights packed_;  // shared with every kernel packing the same weights
 };
 
 }  // namespace

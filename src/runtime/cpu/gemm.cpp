@@ -3,6 +3,7 @@
 #include "gemm_packed.h"
 #include "kernel_util.h"
 #include "registry.h"
+#include "shared_packing.h"
 
 namespace ptq::runtime::cpu {
 
@@ -38,14 +39,15 @@ namespace {
 struct PackedB {
   const ir::Tensor* source = nullptr;  // the initializer `data` was packed from
   int64_t k = 0, n = 0;
-  std::vector<float> data;
+  PackedWeights data;  // shared with every kernel packing the same B
 
   void pack(const ir::Tensor* b, bool trans) {
     if (b == nullptr || b->dtype() != ir::DType::kFloat32 || b->rank() != 2) return;
     k = trans ? b->dim(1) : b->dim(0);
     n = trans ? b->dim(0) : b->dim(1);
-    data.resize(static_cast<size_t>(packed_b_floats(k, n)));
-    pack_b(trans, k, n, b->data<float>(), b->dim(1), data.data());
+    data = shared_packing(b->raw(), {1, k, n, trans ? 1 : 0},
+                          static_cast<size_t>(packed_b_floats(k, n)),
+                          [&](float* out) { pack_b(trans, k, n, b->data<float>(), b->dim(1), out); });
     source = b;
   }
   // True when `b` is the data of the packed initializer.
@@ -183,7 +185,7 @@ class GemmKernel final : public Kernel {
     const float* a = g.a->data<float>();
     const float* b = g.b->data<float>();
     if (packed_b_.matches(b)) {
-      gemm_prepacked(ta_, m, n, k, a, ta_ ? m : k, packed_b_.data.data(), y, threads_);
+      gemm_prepacked(ta_, m, n, k, a, ta_ ? m : k, packed_b_.data.get(), y, threads_);
     } else {
       sgemm(ta_, tb_, m, n, k, a, ta_ ? m : k, b, tb_ ? k : n, y, n, threads_);
     }
@@ -305,7 +307,7 @@ class MatMulKernel final : public Kernel {
     bool shared_b = count > 0;
     for (int64_t i = 0; i < count && shared_b; ++i) shared_b = bo[i] == 0 && ao[i] == i;
     if (shared_b && packed) {
-      gemm_prepacked(false, count * s.m, s.n, s.k, a, s.k, packed_b_.data.data(), y, threads_);
+      gemm_prepacked(false, count * s.m, s.n, s.k, a, s.k, packed_b_.data.get(), y, threads_);
       return;
     }
     if (shared_b) {
