@@ -46,7 +46,7 @@ struct SensitivityOptions {
   std::string method = "entropy";
   BackendOptions backend;
   int threads = 0;
-  int parallel = 1;
+  int parallel = 0;  // 0: the sweep chooses (CPU), 1 on Vulkan
   bool no_reuse = false;
   std::string metric = "top1";
   std::string mode = "only";
@@ -294,7 +294,8 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   so.mode = mode;
   so.plan = plan;
   so.reuse = !o.no_reuse;
-  so.parallel = o.parallel;
+  // Each Vulkan worker would open a device context of its own for work the GPU serialises.
+  so.parallel = o.parallel == 0 && o.backend.backend == "vulkan" ? 1 : o.parallel;
   ProgressLine line("sensitivity", "unit-batches", 0, global.quiet);
   bool staged = false;
   so.progress = [&](int64_t done, int64_t total) {
@@ -361,7 +362,10 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
   app.add_option("--write", o->write, "write the partial model of --target-drop");
   add_backend_options(app, o->backend);
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
-  app.add_option("--parallel", o->parallel, "layers evaluated concurrently (default 1)")->check(CLI::PositiveNumber);
+  app.add_option("--parallel", o->parallel,
+                 "layers evaluated concurrently, each on threads / N threads (default: one a "
+                 "thread where memory allows; 1 on Vulkan)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--no-reuse", o->no_reuse, "run every variant whole instead of reusing the float prefix");
   return [o, &global]() { return sensitivity_command(*o, global); };
 }

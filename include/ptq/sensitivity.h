@@ -126,6 +126,8 @@ class Evaluator {
   // the process (all threads), steadier than wall time on a machine shared with other work.
   double float_pass_seconds() const { return float_pass_seconds_; }
   double float_pass_cpu_seconds() const { return float_pass_cpu_seconds_; }
+  // Activation bytes the FP32 run held (its executor's pool): a worker's scale.
+  int64_t float_pool_bytes() const { return float_pool_bytes_; }
 
  private:
   const ir::Model* model_ = nullptr;
@@ -137,6 +139,7 @@ class Evaluator {
   Score float_score_;
   double float_pass_seconds_ = 0.0;
   double float_pass_cpu_seconds_ = 0.0;
+  int64_t float_pool_bytes_ = 0;
 };
 
 // ---- Prefix reuse ---------------------------------------------------------------------------
@@ -178,8 +181,9 @@ struct SweepOptions {
   bool reuse = true;            // prefix reuse (cut) instead of whole-model runs
   // Workers evaluating units concurrently: the units are dealt among them and each worker
   // runs its units' cuts merged into one graph on one executor (ev.threads() / parallel
-  // threads each).
-  int parallel = 1;
+  // threads each). 0: one worker per evaluator thread, as far as their activations fit in a
+  // quarter of the machine's memory (auto_parallel).
+  int parallel = 0;
   // Called with (work items done, total) after each eval batch, a work item being one unit on
   // one batch; on the calling thread.
   std::function<void(int64_t, int64_t)> progress;
@@ -193,6 +197,12 @@ struct SweepResult {
 };
 
 // The sweep over every unit the planner finds in `ev.model()` with `table`.
+// Workers for SweepOptions::parallel = 0: one per evaluator thread, one thread each (a small
+// model's ops then run without waking other threads, which costs more than they do), as far as
+// their activations fit in a quarter of physical memory (a worker's merged cuts taken at twice
+// the FP32 run's activations), and no more than there are jobs.
+int auto_parallel(const Evaluator& ev, size_t jobs);
+
 Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluator& ev,
                             const SweepOptions& options);
 

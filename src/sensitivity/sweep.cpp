@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <unistd.h>
+
 #include "fold.h"
 #include "merge.h"
 #include "ptq/sensitivity.h"
@@ -205,6 +207,14 @@ std::vector<Group> make_groups(size_t jobs, int workers) {
 
 }  // namespace
 
+int auto_parallel(const Evaluator& ev, size_t jobs) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const int64_t budget = pages > 0 && page > 0 ? int64_t{pages} * page / 4 : 0;
+  const int64_t fit = budget / std::max<int64_t>(2 * ev.float_pool_bytes(), 1);
+  const int64_t most = std::min<int64_t>(ev.threads(), static_cast<int64_t>(jobs));
+  return static_cast<int>(std::clamp<int64_t>(fit, 1, std::max<int64_t>(most, 1)));
+}
+
 Expected<ir::Model> partial_model(const ir::Model& model, const calib::CalibrationTable& table,
                                   const planner::PlanOptions& plan,
                                   const std::vector<std::string>& float_set) {
@@ -248,8 +258,8 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   const ir::Model& base = own_base ? *own_base : ev.model();
   const bool base_scores_quantized = o.reuse && o.mode == Mode::kAllBut;
 
-  const int parallel = std::max(1, o.parallel);
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
+  const int parallel = o.parallel > 0 ? o.parallel : auto_parallel(ev, jobs.size());
   // Preparing a variant (quantize, fold, cut) is independent of the others: all threads do it.
   parallel_for(jobs.size(), std::max(parallel, ev.threads()), [&](size_t i) {
     jobs[i].status = prepare_job(jobs[i], borrowed, base, table, o.reuse, folder);

@@ -45,8 +45,9 @@ class SweepTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Evaluator evaluator(Metric metric) {
-    auto ev = Evaluator::create(model_, *backend_, *data_, nullptr, {.metric = metric, .threads = 1});
+  Evaluator evaluator(Metric metric, int threads = 1) {
+    auto ev = Evaluator::create(model_, *backend_, *data_, nullptr,
+                                {.metric = metric, .threads = threads});
     EXPECT_TRUE(ev) << ev.status().message();
     return std::move(*ev);
   }
@@ -92,6 +93,25 @@ TEST_F(SweepTest, EveryUnitIsSweptOnce) {
   std::sort(units.begin(), units.end());
   EXPECT_EQ(swept, units);
   EXPECT_TRUE(std::find(units.begin(), units.end(), "convB") != units.end());
+}
+
+// By default a sweep takes a worker per evaluator thread (one thread each) for a model this
+// small, and scores exactly as one worker on all threads does.
+TEST_F(SweepTest, AutomaticWorkersScoreAsOneWorker) {
+  Evaluator ev = evaluator(Metric::kSqnr, 3);
+  EXPECT_GT(ev.float_pool_bytes(), 0);
+  EXPECT_EQ(auto_parallel(ev, 17), 3);
+  EXPECT_EQ(auto_parallel(ev, 2), 2);  // no more workers than jobs
+  for (Mode mode : {Mode::kOnly, Mode::kAllBut}) {
+    SweepResult one = run(ev, mode, true, 1);
+    SweepResult automatic = run(ev, mode, true, 0);
+    ASSERT_EQ(one.layers.size(), automatic.layers.size());
+    for (size_t i = 0; i < one.layers.size(); ++i) {
+      EXPECT_EQ(one.layers[i].name, automatic.layers[i].name);
+      EXPECT_EQ(one.layers[i].score.value, automatic.layers[i].score.value) << mode_name(mode);
+    }
+    EXPECT_EQ(one.quantized_score.value, automatic.quantized_score.value);
+  }
 }
 
 // The cut must not change a single value: scores with reuse equal whole-model runs.
