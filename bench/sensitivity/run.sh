@@ -9,7 +9,11 @@
 # SIZES defaults to "64 256", MODES to "only"; REPEAT runs each point N times (one line each);
 # --naive also times --no-reuse (every variant run whole, one after the other in the same
 # process, FP32 reference and fully quantized model included) on the same data right after:
-# the naive cost measured directly (vs_no_reuse), beside the conservative units x FP32 pass. TESTDATA_DIR is what scripts/make-testdata.sh fills.
+# the naive cost measured directly (vs_no_reuse), beside the conservative units x FP32 pass.
+# warm_1t_ratio divides by units x the FP32 pass at its fastest: warm (a third run onwards)
+# on one thread (BUILD_DIR/bench/runtime_bench, same model, samples and batch), which no naive
+# run of fresh variants reaches; it shows what the sweep gains beyond the FP32 pass's own
+# first-run and threading costs. TESTDATA_DIR is what scripts/make-testdata.sh fills.
 # Eval samples: seeded standard-normal inputs shaped like the model's .samples.npy (the
 # models have random weights, so real images would mean nothing more).
 # Prints one line per model, size and mode; results go to docs/PERF.md by hand.
@@ -33,22 +37,25 @@ shape = np.load(sys.argv[1], mmap_mode='r').shape[1:]
 n = int(sys.argv[3])
 np.save(sys.argv[2], np.random.default_rng(n).standard_normal((n,) + shape, dtype=np.float32))
 PYEOF
+    ips=$(OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} "$build/bench/runtime_bench" "$onnx" \
+      "$work/eval.npy" 16 1 2 | sed -n 's/^images_per_s=\([0-9.]*\).*/\1/p')
     for mode in $modes; do
      for rep in $(seq "${REPEAT:-1}"); do
       t0=$(now)
       "$ptq" sensitivity "$onnx" --cache "$work/$model.cache.json" --eval "$work/eval.npy" \
         --batch 16 --metric sqnr --mode "$mode" -o "$work/r.json" --quiet
       t1=$(now)
-      line=$($PY - "$work/r.json" "$model" "$n" "$mode" "$t0" "$t1" <<'PYEOF'
+      line=$($PY - "$work/r.json" "$model" "$n" "$mode" "$t0" "$t1" "$ips" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 units = len(r['layers']); full = r['float_pass_seconds']; sweep = r['sweep_seconds']
+warm = int(sys.argv[3]) / float(sys.argv[7])  # the warm 1-thread FP32 pass, seconds
 wall = float(sys.argv[6]) - float(sys.argv[5])
 naive = units * full
 cpu = r['sweep_cpu_seconds'] / (units * r['float_pass_cpu_seconds'])
 print(f"{sys.argv[2]:<12} n={sys.argv[3]:<4} {sys.argv[4]:<8} units={units:<3} full_pass={full:7.2f}s "
       f"naive={naive:8.2f}s sweep={sweep:7.2f}s (process {wall:6.1f}s) ratio={sweep / naive:.2f} "
-      f"cpu_ratio={cpu:.2f}")
+      f"cpu_ratio={cpu:.2f} warm_1t_pass={warm:.3f}s warm_1t_ratio={sweep / (units * warm):.2f}")
 PYEOF
 )
       if [ "$naive" = "--naive" ]; then
