@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -197,11 +198,22 @@ std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o, boo
   return jobs;
 }
 
-// `workers` groups of jobs dealt round-robin: jobs come in graph order, so each group gets a
-// like mix of long (early units) and short (late units) parts.
-std::vector<Group> make_groups(size_t jobs, int workers) {
-  std::vector<Group> groups(std::min(jobs, static_cast<size_t>(std::max(1, workers))));
-  for (size_t j = 0; j < jobs; ++j) groups[j % groups.size()].jobs.push_back(j);
+// `workers` groups of jobs, balanced by the nodes each job's part runs: the largest part first,
+// each to the group with the fewest nodes so far (ties: the first). Dealt round-robin, a
+// ResNet-18 sweep's two workers took 19.0 and 16.7 s.
+std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers) {
+  std::vector<Group> groups(std::min(jobs.size(), static_cast<size_t>(std::max(1, workers))));
+  std::vector<size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto nodes = [&](size_t j) { return jobs[j].part().graph.nodes.size(); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return nodes(a) > nodes(b); });
+  std::vector<size_t> load(groups.size(), 0);
+  for (size_t j : order) {
+    const size_t g = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    groups[g].jobs.push_back(j);
+    load[g] += nodes(j);
+  }
+  for (Group& g : groups) std::sort(g.jobs.begin(), g.jobs.end());  // graph order within a group
   return groups;
 }
 
@@ -265,7 +277,7 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
     jobs[i].status = prepare_job(jobs[i], borrowed, base, table, o.reuse, folder);
   });
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
-  std::vector<Group> groups = make_groups(jobs.size(), parallel);
+  std::vector<Group> groups = make_groups(jobs, parallel);
   const int threads = std::max(1, ev.threads() / std::max(1, static_cast<int>(groups.size())));
   parallel_for(groups.size(), parallel, [&](size_t i) {
     groups[i].status = prepare_group(groups[i], jobs, ev, threads);
