@@ -182,7 +182,8 @@ struct SweepOptions {
   // Workers evaluating units concurrently: the units are dealt among them and each worker
   // runs its units' cuts merged into one graph on one executor (ev.threads() / parallel
   // threads each). 0: one worker per evaluator thread, as far as their activations fit in a
-  // quarter of the machine's memory (auto_parallel).
+  // quarter of the machine's memory (auto_parallel); for executors on a GPU, set 1 (each
+  // worker's executor would hold a device context of its own).
   int parallel = 0;
   // Called with (work items done, total) after each eval batch, a work item being one unit on
   // one batch; on the calling thread.
@@ -196,13 +197,13 @@ struct SweepResult {
   std::vector<LayerResult> layers;  // ranked, most sensitive first
 };
 
-// The sweep over every unit the planner finds in `ev.model()` with `table`.
 // Workers for SweepOptions::parallel = 0: one per evaluator thread, one thread each (a small
 // model's ops then run without waking other threads, which costs more than they do), as far as
 // their activations fit in a quarter of physical memory (a worker's merged cuts taken at twice
 // the FP32 run's activations), and no more than there are jobs.
 int auto_parallel(const Evaluator& ev, size_t jobs);
 
+// The sweep over every unit the planner finds in `ev.model()` with `table`.
 Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluator& ev,
                             const SweepOptions& options);
 

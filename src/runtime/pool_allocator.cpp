@@ -64,7 +64,9 @@ void PoolAllocator::drop_own(std::byte* data, size_t bytes) {
   }
   spares_.emplace(bytes, data);
   spare_bytes_ += bytes;
-  if (mode_ == Mode::kRecording) pool_ = std::max(pool_, live_capacity_ + static_cast<int64_t>(spare_bytes_));
+  if (mode_ == Mode::kRecording) {
+    pool_ = std::max(pool_, live_capacity_ + static_cast<int64_t>(spare_bytes_));
+  }
 }
 
 void PoolAllocator::drop_spares() {

@@ -206,10 +206,12 @@ std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers) {
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), size_t{0});
   auto nodes = [&](size_t j) { return jobs[j].part().graph.nodes.size(); };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return nodes(a) > nodes(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return nodes(a) > nodes(b); });
   std::vector<size_t> load(groups.size(), 0);
   for (size_t j : order) {
-    const size_t g = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    const auto least = std::min_element(load.begin(), load.end());
+    const size_t g = static_cast<size_t>(least - load.begin());
     groups[g].jobs.push_back(j);
     load[g] += nodes(j);
   }

@@ -160,9 +160,10 @@ Case image_of(const Case& c, int64_t n) {
 }
 
 // Small outputs of several images go through a copy with the images interleaved: each image's
-// outputs equal that image convolved alone (its own padded copy, or im2col) bit for bit, with the fused
-// residual and activation, on any thread count, and match the reference conv. Shapes: 9
-// images (a partial 16-image gather), 80 (two column blocks a row), dilated, 2x3 unpadded.
+// outputs equal that image convolved alone (its own padded copy, or im2col) bit for bit, with
+// the fused residual and activation, on any thread count, and match the reference conv.
+// Shapes: 9 images (a partial 16-image gather), 80 (two column blocks a row), dilated, 2x3
+// unpadded.
 TEST(OpsConvShifted, InterleavedImagesEqualEachImageAlone) {
   std::mt19937 rng(31);
   struct Shape {

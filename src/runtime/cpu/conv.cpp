@@ -128,7 +128,9 @@ class ConvKernel final : public Kernel {
     const int64_t m = w->dim(0), k = w->size() / m;
     packed_ = shared_packing(w->raw(), {0, m, k, group_},
                              static_cast<size_t>(group_ * packed_a_floats(m / group_, k)),
-                             [&](float* out) { pack_conv_weights(w->data<float>(), m, group_, k, out); });
+                             [&](float* out) {
+                               pack_conv_weights(w->data<float>(), m, group_, k, out);
+                             });
     weights_ = w;
   }
 

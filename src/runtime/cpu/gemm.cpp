@@ -47,7 +47,9 @@ struct PackedB {
     n = trans ? b->dim(0) : b->dim(1);
     data = shared_packing(b->raw(), {1, k, n, trans ? 1 : 0},
                           static_cast<size_t>(packed_b_floats(k, n)),
-                          [&](float* out) { pack_b(trans, k, n, b->data<float>(), b->dim(1), out); });
+                          [&](float* out) {
+                            pack_b(trans, k, n, b->data<float>(), b->dim(1), out);
+                          });
     source = b;
   }
   // True when `b` is the data of the packed initializer.
