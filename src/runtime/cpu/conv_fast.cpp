@@ -88,7 +88,7 @@ void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* 
       }
     }
   }
-  const __mmask16 m = lanes >= 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
+  const __mmask16 m = lane_mask(lanes);
   const __m512 b = _mm512_set1_ps(bias), lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
   for (int64_t r = 0; r < rows; ++r) {
     __m512 v = _mm512_add_ps(acc[r], b);
@@ -178,8 +178,7 @@ void put_piece(float* d, int64_t n, const float* src, int64_t step) {
 #if defined(__AVX512F__)
   if (step <= 1) {
     for (int64_t i = 0; i < n; i += 16) {
-      const int64_t left = n - i;
-      const __mmask16 m = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+      const __mmask16 m = lane_mask(n - i);
       const __m512 v = src == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, src + i);
       _mm512_mask_storeu_ps(d + i, m, v);
     }
@@ -265,7 +264,7 @@ Half make_half(const Geo& g, int64_t c0, int64_t t, int64_t j0) {
   hf.top = _mm512_load_si512(ih);
   hf.left = _mm512_load_si512(iw);
   const int lanes = static_cast<int>(std::clamp<int64_t>(t - j0, 0, 16));
-  hf.live = lanes >= 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
+  hf.live = lane_mask(lanes);
   if (g.SW > kMaxRowStride || lanes == 0) return hf;
   int n = 0;
   for (int l = 0; l < lanes; ++l) {

@@ -189,10 +189,6 @@ __m512i lane_steps(int64_t step) {
                             _mm512_set1_epi32(static_cast<int>(step)));
 }
 
-__mmask16 first_lanes(int64_t n) {
-  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-}
-
 // Channel c of all N images, padded, into the interleaved copy xq: each element of 16 images
 // at a time, gathered from their planes.
 void interleave_channel(const Shifted& g, const Layout& l, const float* x, int64_t c, float* xq) {
@@ -211,7 +207,7 @@ void interleave_channel(const Shifted& g, const Layout& l, const float* x, int64
         }
         const float* src = x + (c * g.H + ih) * g.W + iw;
         for (int64_t n = 0; n < n_images; n += 16) {
-          const __mmask16 k = first_lanes(n_images - n);
+          const __mmask16 k = lane_mask(n_images - n);
           _mm512_mask_storeu_ps(d + n, k, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, images,
                                                                    src + n * in, 4));
         }
@@ -234,7 +230,7 @@ void write_interleaved(const Shifted& g, int64_t n_images, const float* tile, in
     for (int64_t n = 0; n < n_images; ++n) {
       const int64_t at = n * out + (m * g.OH + oh) * g.OW;
       for (int64_t ow = ow0; ow < ow1; ow += 16) {
-        const __mmask16 k = first_lanes(ow1 - ow);
+        const __mmask16 k = lane_mask(ow1 - ow);
         const float* s = tile + i * ld + (ow - ow0) * n_images + n;
         __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, cols, s, 4);
         if (b != nullptr) v = _mm512_add_ps(v, bias);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "lanes.h"
 #include "ptq/runtime.h"
 
 #if defined(__AVX2__)
@@ -40,8 +41,7 @@ inline void finish_run(const float* s, int64_t n, const float* bias, const float
                        Activation a, __m512 lo, __m512 hi, float* y) {
   const __m512 b = _mm512_set1_ps(bias != nullptr ? *bias : 0.0f);
   for (int64_t i = 0; i < n; i += 16) {
-    const int64_t left = n - i;
-    const __mmask16 k = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    const __mmask16 k = lane_mask(n - i);
     __m512 v = _mm512_maskz_loadu_ps(k, s + i);
     if (bias != nullptr) v = _mm512_add_ps(v, b);
     if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + i));

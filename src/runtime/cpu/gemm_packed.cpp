@@ -4,6 +4,8 @@
 
 #include "gemm_packed.h"
 
+#include "lanes.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -42,10 +44,6 @@ struct Tile {
 };
 
 #if defined(__AVX512F__)
-
-__mmask16 lane_mask(int64_t n) {
-  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-}
 
 // Where the micro-kernel reads row q of its B panel (kGemmNR floats, two vectors) from.
 struct PackedRows {  // a packed panel (pack_b): rows NR floats apart

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "lanes.h"
 
 namespace ptq::runtime::cpu {
 
@@ -16,9 +14,7 @@ namespace ptq::runtime::cpu {
 inline void zero_floats(float* d, int64_t n) {
 #if defined(__AVX512F__)
   for (int64_t i = 0; i < n; i += 16) {
-    const int64_t left = n - i;
-    _mm512_mask_storeu_ps(d + i, left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1),
-                          _mm512_setzero_ps());
+    _mm512_mask_storeu_ps(d + i, lane_mask(n - i), _mm512_setzero_ps());
   }
 #else
   std::fill(d, d + n, 0.0f);
@@ -28,8 +24,7 @@ inline void zero_floats(float* d, int64_t n) {
 inline void copy_floats(const float* s, int64_t n, float* d) {
 #if defined(__AVX512F__)
   for (int64_t i = 0; i < n; i += 16) {
-    const int64_t left = n - i;
-    const __mmask16 m = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    const __mmask16 m = lane_mask(n - i);
     _mm512_mask_storeu_ps(d + i, m, _mm512_maskz_loadu_ps(m, s + i));
   }
 #else
@@ -50,12 +45,9 @@ inline void copy_strided(const float* src, int64_t step, int64_t n, float* dst) 
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     for (; i < n; i += 16) {
       const int64_t out = std::min<int64_t>(16, n - i), in = 2 * out - 1;
-      const __mmask16 lo = in >= 16 ? __mmask16(0xffff) : __mmask16((1u << in) - 1);
-      const __mmask16 hi = in <= 16 ? __mmask16(0) : __mmask16((1u << (in - 16)) - 1);
-      const __m512 a = _mm512_maskz_loadu_ps(lo, src + 2 * i);
-      const __m512 b = _mm512_maskz_loadu_ps(hi, src + 2 * i + 16);
-      const __mmask16 keep = out >= 16 ? __mmask16(0xffff) : __mmask16((1u << out) - 1);
-      _mm512_mask_storeu_ps(dst + i, keep, _mm512_permutex2var_ps(a, even, b));
+      const __m512 a = _mm512_maskz_loadu_ps(lane_mask(in), src + 2 * i);
+      const __m512 b = _mm512_maskz_loadu_ps(lane_mask(in - 16), src + 2 * i + 16);
+      _mm512_mask_storeu_ps(dst + i, lane_mask(out), _mm512_permutex2var_ps(a, even, b));
     }
     return;
   }
