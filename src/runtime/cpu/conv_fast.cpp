@@ -89,11 +89,10 @@ void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* 
     }
   }
   const __mmask16 m = lane_mask(lanes);
-  const __m512 b = _mm512_set1_ps(bias), lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
   for (int64_t r = 0; r < rows; ++r) {
-    __m512 v = _mm512_add_ps(acc[r], b);
-    if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + r * g.OW));
-    _mm512_mask_storeu_ps(y + r * g.OW, m, activate(v, e.act, lo, hi));
+    finish_vector(acc[r], m, &bias, res != nullptr ? res + r * g.OW : nullptr, e.act, lo, hi,
+                  y + r * g.OW);
   }
 }
 #else

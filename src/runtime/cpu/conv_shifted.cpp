@@ -226,18 +226,15 @@ void write_interleaved(const Shifted& g, int64_t n_images, const float* tile, in
   const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t m = m0 + i;
-    const __m512 bias = _mm512_set1_ps(b != nullptr ? b[m] : 0.0f);
     for (int64_t n = 0; n < n_images; ++n) {
       const int64_t at = n * out + (m * g.OH + oh) * g.OW;
       for (int64_t ow = ow0; ow < ow1; ow += 16) {
         const __mmask16 k = lane_mask(ow1 - ow);
         const float* s = tile + i * ld + (ow - ow0) * n_images + n;
-        __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, cols, s, 4);
-        if (b != nullptr) v = _mm512_add_ps(v, bias);
-        if (e.residual != nullptr) {
-          v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, e.residual + at + ow));
-        }
-        _mm512_mask_storeu_ps(y + at + ow, k, activate(v, e.act, lo, hi));
+        finish_vector(_mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, cols, s, 4), k,
+                      b != nullptr ? b + m : nullptr,
+                      e.residual != nullptr ? e.residual + at + ow : nullptr, e.act, lo, hi,
+                      y + at + ow);
       }
     }
   }

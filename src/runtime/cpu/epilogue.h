@@ -35,17 +35,22 @@ inline __m512 activate(__m512 x, Activation a, __m512 lo, __m512 hi) {
   return x;
 }
 
-// y[i] = activate(s[i] + *bias + res[i]) for i < n, in the GEMM epilogue's order (bias and res
-// may be null: no term): a run of finished sums written out from a tile of them.
+// y[l] = activate(v[l] + *bias + res[l]) for the lanes l of k, in the GEMM epilogue's order
+// (bias and res may be null: no term): finished sums written out from registers.
+inline void finish_vector(__m512 v, __mmask16 k, const float* bias, const float* res,
+                          Activation a, __m512 lo, __m512 hi, float* y) {
+  if (bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(*bias));
+  if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res));
+  _mm512_mask_storeu_ps(y, k, activate(v, a, lo, hi));
+}
+
+// The same for y[i], i < n, from s[i]: a run of finished sums written out from a tile of them.
 inline void finish_run(const float* s, int64_t n, const float* bias, const float* res,
                        Activation a, __m512 lo, __m512 hi, float* y) {
-  const __m512 b = _mm512_set1_ps(bias != nullptr ? *bias : 0.0f);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = lane_mask(n - i);
-    __m512 v = _mm512_maskz_loadu_ps(k, s + i);
-    if (bias != nullptr) v = _mm512_add_ps(v, b);
-    if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + i));
-    _mm512_mask_storeu_ps(y + i, k, activate(v, a, lo, hi));
+    finish_vector(_mm512_maskz_loadu_ps(k, s + i), k, bias, res != nullptr ? res + i : nullptr,
+                  a, lo, hi, y + i);
   }
 }
 #endif
