@@ -1,6 +1,11 @@
 // Conv (opsets 1–22): N-D reference for float32/float64, fast float32 1-D/2-D kernels.
 #include "conv.h"
 
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include "gemm_packed.h"
 #include "registry.h"
 #include "shared_packing.h"
@@ -37,6 +42,16 @@ Expected<ConvParams> conv_params(const ir::Node& node, const ir::Tensor& x, cons
   return p;
 }
 
+// PTQ_WINOGRAD=0 in the environment turns the Winograd kernel off (every conv then sums
+// directly), to compare the two.
+bool winograd_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("PTQ_WINOGRAD");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
 class ConvKernel final : public Kernel {
  public:
   ConvKernel(const KernelContext& ctx)
@@ -48,7 +63,7 @@ class ConvKernel final : public Kernel {
     // Float32 weights make X float32 (else the node fails); 1-D and 2-D convs run conv_fast.
     fusable_ = !reference_ && w != nullptr && w->dtype() == ir::DType::kFloat32 &&
                (w->rank() == 3 || w->rank() == 4);
-    if (!reference_) pack(w);
+    if (!reference_) prepare(w);
   }
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
@@ -60,8 +75,7 @@ class ConvKernel final : public Kernel {
     if (x.dtype() == ir::DType::kFloat32) {
       const float* bias = b != nullptr ? b->data<float>() : nullptr;
       float* y = out[0].data<float>();
-      if (reference_ || !conv_fast(p, x.data<float>(), w.data<float>(), packed(w), bias, y,
-                                   ConvEpilogue{}, threads_)) {
+      if (reference_ || !compute(p, x.data<float>(), w, bias, y, ConvEpilogue{})) {
         reference::conv<float>(p, x.data<float>(), w.data<float>(), bias, y);
       }
       return Status::ok();
@@ -91,8 +105,8 @@ class ConvKernel final : public Kernel {
     }
     out[0] = alloc.allocate(x.dtype(), shape);
     const ConvEpilogue ce{r != nullptr ? r->data<float>() : nullptr, e.activation, e.lo, e.hi};
-    return conv_fast(p, x.data<float>(), w.data<float>(), packed(w),
-                     b != nullptr ? b->data<float>() : nullptr, out[0].data<float>(), ce, threads_);
+    return compute(p, x.data<float>(), w, b != nullptr ? b->data<float>() : nullptr,
+                   out[0].data<float>(), ce);
   }
 
  private:
@@ -112,26 +126,61 @@ class ConvKernel final : public Kernel {
     return shape;
   }
 
-  // The packed weights when `w` is the initializer they were packed from, else null. The
-  // executor passes a view of the initializer: same bytes, another Tensor object.
-  const float* packed(const ir::Tensor& w) const {
-    return weights_ != nullptr && w.raw() == weights_->raw() ? packed_.get() : nullptr;
+  // The fast float32 kernels: Winograd where it applies to this call and the weights are the
+  // packed initializer, else conv_fast. False where neither handles the shape.
+  bool compute(const ConvParams& p, const float* x, const ir::Tensor& w, const float* b,
+               float* y, const ConvEpilogue& e) {
+    if (winograd_enabled() && winograd_ && conv_winograd_applies(p) && owns(w)) {
+      std::call_once(winograd_once_, [&] { winograd_packed_ = pack_winograd(); });
+      return conv_winograd(p, x, winograd_packed_.get(), b, y, e, threads_);
+    }
+    return conv_fast(p, x, w.data<float>(), packed(w), b, y, e, threads_);
+  }
+
+  // Whether `w` is the initializer this kernel packs. The executor passes a view of it: same
+  // bytes, another Tensor object.
+  bool owns(const ir::Tensor& w) const { return weights_ != nullptr && w.raw() == weights_->raw(); }
+
+  // The GEMM packing of the weights when `w` is their initializer, else null.
+  const float* packed(const ir::Tensor& w) {
+    if (!owns(w)) return nullptr;
+    std::call_once(packed_once_, [&] { packed_ = pack_gemm(); });
+    return packed_.get();
   }
 
   // Constant float weights of a 1-D/2-D conv that runs as a GEMM (not depthwise) are packed
-  // once for the GEMM micro-kernel; the executor hands the same initializer to every run.
-  void pack(const ir::Tensor* w) {
+  // for the GEMM micro-kernel when the conv is prepared; a 3x3 stride-1 conv that Winograd may
+  // compute packs its weights at the first call that needs them, in whichever form that call
+  // takes (both forms of every such conv would cost 2.8x its weights' size).
+  void prepare(const ir::Tensor* w) {
     if (w == nullptr || w->dtype() != ir::DType::kFloat32 || (w->rank() != 3 && w->rank() != 4) ||
         w->dim(1) <= 1 || group_ <= 0 || w->dim(0) % group_ != 0) {
       return;
     }
-    const int64_t m = w->dim(0), k = w->size() / m;
-    packed_ = shared_packing(w->raw(), {0, m, k, group_},
-                             static_cast<size_t>(group_ * packed_a_floats(m / group_, k)),
-                             [&](float* out) {
-                               pack_conv_weights(w->data<float>(), m, group_, k, out);
-                             });
     weights_ = w;
+    winograd_ = w->rank() == 4 && group_ == 1 && w->dim(2) == 3 && w->dim(3) == 3 &&
+                node_.attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
+                node_.attr_ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1};
+    if (!winograd_) packed(*w);
+  }
+
+  // Packings are shared with every kernel packing the same weights the same way.
+  PackedWeights pack_gemm() const {
+    const ir::Tensor& w = *weights_;
+    const int64_t m = w.dim(0), k = w.size() / m;
+    return shared_packing(w.raw(), {0, m, k, group_},
+                          static_cast<size_t>(group_ * packed_a_floats(m / group_, k)),
+                          [&](float* out) {
+                            pack_conv_weights(w.data<float>(), m, group_, k, out);
+                          });
+  }
+
+  PackedWeights pack_winograd() const {
+    const ir::Tensor& w = *weights_;
+    const int64_t m = w.dim(0), c = w.dim(1);
+    return shared_packing(w.raw(), {1, m, c, 9},
+                          static_cast<size_t>(winograd_weight_floats(m, c)),
+                          [&](float* out) { pack_winograd_weights(w.data<float>(), m, c, out); });
   }
 
   const ir::Node& node_;
@@ -139,8 +188,10 @@ class ConvKernel final : public Kernel {
   int threads_;
   bool reference_;
   bool fusable_ = false;
-  const ir::Tensor* weights_ = nullptr;  // the initializer packed_ was made from
-  PackedWeights packed_;  // shared with every kernel packing the same weights
+  const ir::Tensor* weights_ = nullptr;  // the constant weights this kernel packs
+  bool winograd_ = false;                // 3x3 stride 1: Winograd may compute some calls
+  std::once_flag packed_once_, winograd_once_;
+  PackedWeights packed_, winograd_packed_;
 };
 
 }  // namespace

@@ -63,4 +63,19 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
 // small outputs such as 7x7); results are the same bit for bit either way.
 bool conv_shifted_interleaves(const ConvParams& p);
 
+// 3x3, stride 1, dilation 1, G = 1 convolutions with enough channels and outputs, by Winograd's
+// F(2x2, 3x3) (conv_winograd.cpp; AVX-512 only): whether it computes this call.
+bool conv_winograd_applies(const ConvParams& p);
+
+// Floats of the transformed, packed weights of an M x C x 3 x 3 convolution, and the packing:
+// the 16 matrices U_xi (M x C) of G g G^T, each packed with pack_a.
+int64_t winograd_weight_floats(int64_t m, int64_t c);
+void pack_winograd_weights(const float* w, int64_t m, int64_t c, float* out);
+
+// Y = conv(X, W) + b, then the epilogue, from pack_winograd_weights' output. Each output
+// depends on its own input patch only (same values whatever the batch or thread count); it
+// differs from the direct sum by the transforms' rounding. Returns false when not applicable.
+bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, const float* b,
+                   float* y, const ConvEpilogue& e, int threads);
+
 }  // namespace ptq::runtime::cpu

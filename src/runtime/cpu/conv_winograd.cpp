@@ -1,0 +1,301 @@
+// 3x3 stride-1 convolution by Winograd's minimal filtering F(2x2, 3x3) (Lavin & Gray, 2016): each
+// 2x2 block of outputs ("tile") of an output channel is A^T [sum_c U_c . V_c] A, with the 4x4
+// input patch under the tile transformed to V = B^T d B and each 3x3 filter to U = G g G^T
+// (once, when the weights are packed). Summed over the input channels, the 16 positions xi of
+// the 4x4 transforms are 16 independent GEMMs, U_xi (M x C) times V_xi (C x tiles): 16
+// multiply-adds per tile and channel pair where the direct convolution needs 36. The transforms'
+// coefficients are 0, +-1 and +-1/2, so they add little rounding error (the tests bound it
+// against the float64 reference).
+//
+// Work is cut into blocks of kBlock consecutive tiles (in image, tile-row, tile-column order,
+// spanning images) and, when there are few blocks, the output channels into row chunks. A block
+// transforms its patches into packed B panels, runs the 16 GEMMs into a tile of sums and writes
+// A^T M A + bias with the epilogue. Each output depends only on its own patch and the weights,
+// summed in a fixed order, so results are the same whatever the blocking, the batch size or the
+// thread count.
+
+// GCC 12 reports a false "may be used uninitialized" inside its own AVX-512 min/max intrinsics
+// (their _mm512_undefined_ps pass-through operand).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "conv.h"
+#include "gemm_packed.h"
+#include "kernel_util.h"
+
+namespace ptq::runtime::cpu {
+
+namespace {
+
+constexpr int64_t kXi = 16;  // positions of a 4x4 transform
+
+// Weights to the Winograd domain: U = G g G^T, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], in
+// float64, rounded to float32 once.
+void transform_filter(const float* g, double u[kXi]) {
+  double t[4][3];
+  for (int j = 0; j < 3; ++j) {
+    const double g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+    t[0][j] = g0;
+    t[1][j] = 0.5 * (g0 + g1 + g2);
+    t[2][j] = 0.5 * (g0 - g1 + g2);
+    t[3][j] = g2;
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[i * 4 + 0] = t[i][0];
+    u[i * 4 + 1] = 0.5 * (t[i][0] + t[i][1] + t[i][2]);
+    u[i * 4 + 2] = 0.5 * (t[i][0] - t[i][1] + t[i][2]);
+    u[i * 4 + 3] = t[i][2];
+  }
+}
+
+}  // namespace
+
+int64_t winograd_weight_floats(int64_t m, int64_t c) { return kXi * packed_a_floats(m, c); }
+
+void pack_winograd_weights(const float* w, int64_t m, int64_t c, float* out) {
+  std::vector<float> u(static_cast<size_t>(kXi * m * c));  // 16 matrices M x C
+  double t[kXi];
+  for (int64_t i = 0; i < m * c; ++i) {
+    transform_filter(w + i * 9, t);
+    for (int64_t xi = 0; xi < kXi; ++xi) {
+      u[static_cast<size_t>(xi * m * c + i)] = static_cast<float>(t[xi]);
+    }
+  }
+  for (int64_t xi = 0; xi < kXi; ++xi) {
+    pack_a(false, m, c, u.data() + xi * m * c, c, out + xi * packed_a_floats(m, c));
+  }
+}
+
+#if defined(__AVX512F__)
+
+namespace {
+
+constexpr int64_t kBlock = 64;  // tiles (GEMM columns) a block: two micro-kernel panels
+
+struct Wino {
+  int64_t N, C, M, H, W, OH, OW, PT, PL, TH, TW, tiles;  // tiles of all images
+};
+
+Wino wino_geometry(const ConvParams& p) {
+  Wino g{};
+  g.N = p.N, g.C = p.C, g.M = p.M, g.H = p.in[0], g.W = p.in[1], g.OH = p.out[0], g.OW = p.out[1];
+  g.PT = p.w.pad_begin(0), g.PL = p.w.pad_begin(1);
+  g.TH = (g.OH + 1) / 2, g.TW = (g.OW + 1) / 2;
+  g.tiles = g.N * g.TH * g.TW;
+  return g;
+}
+
+// A run of `count` (<= 16) tiles of one tile row of image n from column tx, at column p of its
+// block; runs do not cross a micro-kernel panel.
+struct Run {
+  int64_t n, ty, tx, count, p;
+};
+
+// The runs of the tiles [first, first + count).
+std::vector<Run> block_runs(const Wino& g, int64_t first, int64_t count) {
+  std::vector<Run> runs;
+  for (int64_t p = 0; p < count;) {
+    const int64_t t = first + p, n = t / (g.TH * g.TW), in_image = t % (g.TH * g.TW);
+    const int64_t ty = in_image / g.TW, tx = in_image % g.TW;
+    const int64_t len = std::min({int64_t{16}, g.TW - tx, count - p, kGemmNR - p % kGemmNR});
+    runs.push_back({n, ty, tx, len, p});
+    p += len;
+  }
+  return runs;
+}
+
+// The lanes l with 0 <= first + l < size.
+__mmask16 inside_mask(int64_t first, int64_t size) {
+  return static_cast<__mmask16>(lane_mask(size - first) & ~lane_mask(-first));
+}
+
+// Columns 2l + s - (the run's first column), s = 0..3, of one input row for the 16 tiles of a
+// run: d[s] lane l = row[col + 2l + s], zero outside [0, W).
+void load_patch_row(const float* row, int64_t col, int64_t w, __m512 d[4]) {
+  const __m512 a = _mm512_maskz_loadu_ps(inside_mask(col, w), row + col);
+  const __m512 b = _mm512_maskz_loadu_ps(inside_mask(col + 16, w), row + col + 16);
+  const __m512 c = _mm512_maskz_loadu_ps(inside_mask(col + 32, w) & 0x3, row + col + 32);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  d[0] = _mm512_permutex2var_ps(a, even, b);
+  d[1] = _mm512_permutex2var_ps(a, odd, b);
+  const __m512i ci = _mm512_castps_si512(c);
+  d[2] = _mm512_castsi512_ps(_mm512_alignr_epi32(ci, _mm512_castps_si512(d[0]), 1));
+  const __m512i c1 = _mm512_alignr_epi32(ci, ci, 1);  // lane 0: c[1]
+  d[3] = _mm512_castsi512_ps(_mm512_alignr_epi32(c1, _mm512_castps_si512(d[1]), 1));
+}
+
+// V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], for 16 tiles at once.
+void transform_input(const __m512 d[4][4], __m512 v[kXi]) {
+  __m512 t[4][4];
+  for (int s = 0; s < 4; ++s) {
+    t[0][s] = _mm512_sub_ps(d[0][s], d[2][s]);
+    t[1][s] = _mm512_add_ps(d[1][s], d[2][s]);
+    t[2][s] = _mm512_sub_ps(d[2][s], d[1][s]);
+    t[3][s] = _mm512_sub_ps(d[1][s], d[3][s]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i * 4 + 0] = _mm512_sub_ps(t[i][0], t[i][2]);
+    v[i * 4 + 1] = _mm512_add_ps(t[i][1], t[i][2]);
+    v[i * 4 + 2] = _mm512_sub_ps(t[i][2], t[i][1]);
+    v[i * 4 + 3] = _mm512_sub_ps(t[i][1], t[i][3]);
+  }
+}
+
+// The transformed patches of a run, every channel, into the 16 packed B operands (v + xi *
+// vstride; column p of panel p / NR is k rows of NR floats).
+void transform_run(const Wino& g, const float* x, const Run& r, float* v, int64_t vstride) {
+  const __mmask16 lanes = lane_mask(r.count);
+  const int64_t col = 2 * r.tx - g.PL, panel = r.p / kGemmNR * kGemmNR * g.C;
+  for (int64_t c = 0; c < g.C; ++c) {
+    const float* plane = x + (r.n * g.C + c) * g.H * g.W;
+    __m512 d[4][4], t[kXi];
+    for (int64_t i = 0; i < 4; ++i) {
+      const int64_t ih = 2 * r.ty - g.PT + i;
+      if (ih < 0 || ih >= g.H) {
+        for (auto& s : d[i]) s = _mm512_setzero_ps();
+      } else {
+        load_patch_row(plane + ih * g.W, col, g.W, d[i]);
+      }
+    }
+    transform_input(d, t);
+    float* at = v + panel + c * kGemmNR + r.p % kGemmNR;
+    for (int64_t xi = 0; xi < kXi; ++xi) _mm512_mask_storeu_ps(at + xi * vstride, lanes, t[xi]);
+  }
+}
+
+// Y = A^T M A, A^T = [1 1 1 0; 0 1 -1 -1]: the 2x2 outputs of 16 tiles, y[row][col].
+void transform_output(const __m512 m[kXi], __m512 y[2][2]) {
+  __m512 r0[4], r1[4];
+  for (int j = 0; j < 4; ++j) {
+    r0[j] = _mm512_add_ps(_mm512_add_ps(m[j], m[4 + j]), m[8 + j]);
+    r1[j] = _mm512_sub_ps(_mm512_sub_ps(m[4 + j], m[8 + j]), m[12 + j]);
+  }
+  const __m512* r[2] = {r0, r1};
+  for (int i = 0; i < 2; ++i) {
+    y[i][0] = _mm512_add_ps(_mm512_add_ps(r[i][0], r[i][1]), r[i][2]);
+    y[i][1] = _mm512_sub_ps(_mm512_sub_ps(r[i][1], r[i][2]), r[i][3]);
+  }
+}
+
+// Output rows of channels [m0, m0 + rows) for a run, from the 16 tiles of sums s + xi * sstride
+// (row stride kBlock): + bias, + residual, then the activation, as the GEMM epilogue does.
+void write_run(const Wino& g, const float* s, int64_t sstride, int64_t m0, int64_t rows,
+               const Run& r, const float* b, const ConvEpilogue& e, float* y) {
+  const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
+  const __mmask16 lanes = lane_mask(r.count);
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
+  const int64_t ow = 2 * r.tx, width = std::min(2 * r.count, g.OW - ow);
+  for (int64_t i = 0; i < rows; ++i) {
+    __m512 m[kXi], out[2][2];
+    for (int64_t xi = 0; xi < kXi; ++xi) {
+      m[xi] = _mm512_maskz_loadu_ps(lanes, s + xi * sstride + i * kBlock + r.p);
+    }
+    transform_output(m, out);
+    const int64_t ch = m0 + i;
+    const float* bias = b != nullptr ? b + ch : nullptr;
+    for (int64_t k = 0; k < 2 && 2 * r.ty + k < g.OH; ++k) {
+      const int64_t at = ((r.n * g.M + ch) * g.OH + 2 * r.ty + k) * g.OW + ow;
+      const float* res = e.residual != nullptr ? e.residual + at : nullptr;
+      const __m512 v0 = _mm512_permutex2var_ps(out[k][0], first, out[k][1]);
+      const __m512 v1 = _mm512_permutex2var_ps(out[k][0], second, out[k][1]);
+      finish_vector(v0, lane_mask(width), bias, res, e.act, lo, hi, y + at);
+      if (width > 16) {
+        finish_vector(v1, lane_mask(width - 16), bias, res != nullptr ? res + 16 : nullptr, e.act,
+                      lo, hi, y + at + 16);
+      }
+    }
+  }
+}
+
+// Output channels a chunk: 16 tiles of sums of kBlock columns stay in L2 (~460 KiB at 112).
+constexpr int64_t kChunkRows = 8 * kGemmMR;
+
+struct Chunks {
+  int64_t rows, count;  // rows a chunk (whole micro-kernel panels), chunks
+};
+
+Chunks row_chunks(int64_t m) {
+  const int64_t count = (m + kChunkRows - 1) / kChunkRows;
+  const int64_t rows = ((m + count - 1) / count + kGemmMR - 1) / kGemmMR * kGemmMR;
+  return {rows, (m + rows - 1) / rows};
+}
+
+// A distance between the 16 operands or sums of a block that is 4 KiB plus one cache line
+// times some n: at a multiple of 4 KiB (C = 64: 16 KiB) the 16 stores of a transformed patch,
+// or the 16 loads of a tile's sums, would all fall into one L1 set.
+int64_t spread(int64_t floats) { return (floats + 1023) / 1024 * 1024 + 16; }
+
+// Buffers of one worker thread, kept between calls.
+float* worker_scratch(std::vector<float>& buffer, size_t n) {
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+}  // namespace
+
+bool conv_winograd_applies(const ConvParams& p) {
+  if (p.in.size() != 2 || p.G != 1 || p.w.kernel != std::vector<int64_t>{3, 3}) return false;
+  const Window& w = p.w;
+  if (w.strides != std::vector<int64_t>{1, 1} || w.dilations != std::vector<int64_t>{1, 1}) {
+    return false;
+  }
+  // Narrow convolutions do too little arithmetic per transformed value to pay for the
+  // transforms. At 7x7 (ResNet-18's layer 4) the 2x2 tiles compute 64 outputs for 49 and it
+  // measured no faster than the direct GEMM, while its weights take 16/9 the floats.
+  return p.C >= 32 && p.M >= 32 && p.out[0] >= 8 && p.out[1] >= 8;
+}
+
+bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, const float* b,
+                   float* y, const ConvEpilogue& e, int threads) {
+  if (!conv_winograd_applies(p)) return false;
+  const Wino g = wino_geometry(p);
+  const int64_t vstride = spread(packed_b_floats(g.C, kBlock));
+  const int64_t ustride = packed_a_floats(g.M, g.C);
+  const Chunks chunks = row_chunks(g.M);
+  const int64_t blocks = (g.tiles + kBlock - 1) / kBlock;
+  // Few blocks (small batches): the row chunks become tasks of their own, each transforming
+  // the block's patches again, so that every thread has work.
+  const int64_t parts = blocks >= 8 ? 1 : std::min(chunks.count, (8 + blocks - 1) / blocks);
+  const int64_t per_part = (chunks.count + parts - 1) / parts;
+  const int64_t sstride = spread(chunks.rows * kBlock);
+  parallel_tasks(threads, blocks * parts, [&](int64_t task) {
+    thread_local std::vector<float> v_buffer, s_buffer;
+    float* v = worker_scratch(v_buffer, static_cast<size_t>(kXi * vstride));
+    float* s = worker_scratch(s_buffer, static_cast<size_t>(kXi * sstride));
+    const int64_t block = task / parts, part = task % parts;
+    const int64_t first = block * kBlock, count = std::min(kBlock, g.tiles - first);
+    const std::vector<Run> runs = block_runs(g, first, count);
+    for (const Run& r : runs) transform_run(g, x, r, v, vstride);
+    const int64_t c_end = std::min(chunks.count, (part + 1) * per_part);
+    for (int64_t chunk = part * per_part; chunk < c_end; ++chunk) {
+      const int64_t m0 = chunk * chunks.rows, rows = std::min(chunks.rows, g.M - m0);
+      for (int64_t xi = 0; xi < kXi; ++xi) {
+        gemm_packed(rows, count, g.C, packed_u + xi * ustride + m0 * g.C, v + xi * vstride,
+                    s + xi * sstride, kBlock);
+      }
+      for (const Run& r : runs) write_run(g, s, sstride, m0, rows, r, b, e, y);
+    }
+  });
+  return true;
+}
+
+#else
+
+bool conv_winograd_applies(const ConvParams&) { return false; }
+
+bool conv_winograd(const ConvParams&, const float*, const float*, const float*, float*,
+                   const ConvEpilogue&, int) {
+  return false;
+}
+
+#endif
+
+}  // namespace ptq::runtime::cpu
