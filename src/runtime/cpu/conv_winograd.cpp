@@ -115,12 +115,34 @@ __mmask16 inside_mask(int64_t first, int64_t size) {
   return static_cast<__mmask16>(lane_mask(size - first) & ~lane_mask(-first));
 }
 
-// Columns 2l + s - (the run's first column), s = 0..3, of one input row for the 16 tiles of a
-// run: d[s] lane l = row[col + 2l + s], zero outside [0, W).
-void load_patch_row(const float* row, int64_t col, int64_t w, __m512 d[4]) {
-  const __m512 a = _mm512_maskz_loadu_ps(inside_mask(col, w), row + col);
-  const __m512 b = _mm512_maskz_loadu_ps(inside_mask(col + 16, w), row + col + 16);
-  const __m512 c = _mm512_maskz_loadu_ps(inside_mask(col + 32, w) & 0x3, row + col + 32);
+// Where a run's patches lie in a channel's plane: whether each of the 4 rows is inside the
+// image (else padding), its offset at the run's first column, and the masks of the 3 vectors
+// a row is loaded from (lanes inside [0, W)); the same for every channel.
+struct PatchRows {
+  bool inside[4];
+  int64_t at[4];
+  __mmask16 k[3];
+};
+
+PatchRows patch_rows(const Wino& g, const Run& r) {
+  PatchRows pr{};
+  const int64_t col = 2 * r.tx - g.PL;
+  for (int64_t i = 0; i < 4; ++i) {
+    const int64_t ih = 2 * r.ty - g.PT + i;
+    pr.inside[i] = ih >= 0 && ih < g.H;
+    pr.at[i] = ih * g.W + col;
+  }
+  for (int64_t v = 0; v < 3; ++v) pr.k[v] = inside_mask(col + 16 * v, g.W);
+  pr.k[2] &= 0x3;  // the third vector supplies the last tile's columns 2 and 3 only
+  return pr;
+}
+
+// Columns 2l + s of a patch row from p (the run's first column) for its 16 tiles, s = 0..3:
+// d[s] lane l = p[2l + s], zero outside the masks.
+void load_patch_row(const float* p, const __mmask16 k[3], __m512 d[4]) {
+  const __m512 a = _mm512_maskz_loadu_ps(k[0], p);
+  const __m512 b = _mm512_maskz_loadu_ps(k[1], p + 16);
+  const __m512 c = _mm512_maskz_loadu_ps(k[2], p + 32);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   d[0] = _mm512_permutex2var_ps(a, even, b);
@@ -152,16 +174,16 @@ void transform_input(const __m512 d[4][4], __m512 v[kXi]) {
 // vstride; column p of panel p / NR is k rows of NR floats).
 void transform_run(const Wino& g, const float* x, const Run& r, float* v, int64_t vstride) {
   const __mmask16 lanes = lane_mask(r.count);
-  const int64_t col = 2 * r.tx - g.PL, panel = r.p / kGemmNR * kGemmNR * g.C;
+  const PatchRows pr = patch_rows(g, r);
+  const int64_t panel = r.p / kGemmNR * kGemmNR * g.C;
   for (int64_t c = 0; c < g.C; ++c) {
     const float* plane = x + (r.n * g.C + c) * g.H * g.W;
     __m512 d[4][4], t[kXi];
     for (int64_t i = 0; i < 4; ++i) {
-      const int64_t ih = 2 * r.ty - g.PT + i;
-      if (ih < 0 || ih >= g.H) {
-        for (auto& s : d[i]) s = _mm512_setzero_ps();
+      if (pr.inside[i]) {
+        load_patch_row(plane + pr.at[i], pr.k, d[i]);
       } else {
-        load_patch_row(plane + ih * g.W, col, g.W, d[i]);
+        for (auto& s : d[i]) s = _mm512_setzero_ps();
       }
     }
     transform_input(d, t);
@@ -193,6 +215,8 @@ void write_run(const Wino& g, const float* s, int64_t sstride, int64_t m0, int64
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
   const int64_t ow = 2 * r.tx, width = std::min(2 * r.count, g.OW - ow);
+  const __mmask16 k0 = lane_mask(width), k1 = lane_mask(width - 16);
+  const int64_t out_rows = std::min<int64_t>(2, g.OH - 2 * r.ty);
   for (int64_t i = 0; i < rows; ++i) {
     __m512 m[kXi], out[2][2];
     for (int64_t xi = 0; xi < kXi; ++xi) {
@@ -201,15 +225,15 @@ void write_run(const Wino& g, const float* s, int64_t sstride, int64_t m0, int64
     transform_output(m, out);
     const int64_t ch = m0 + i;
     const float* bias = b != nullptr ? b + ch : nullptr;
-    for (int64_t k = 0; k < 2 && 2 * r.ty + k < g.OH; ++k) {
+    for (int64_t k = 0; k < out_rows; ++k) {
       const int64_t at = ((r.n * g.M + ch) * g.OH + 2 * r.ty + k) * g.OW + ow;
       const float* res = e.residual != nullptr ? e.residual + at : nullptr;
       const __m512 v0 = _mm512_permutex2var_ps(out[k][0], first, out[k][1]);
       const __m512 v1 = _mm512_permutex2var_ps(out[k][0], second, out[k][1]);
-      finish_vector(v0, lane_mask(width), bias, res, e.act, lo, hi, y + at);
-      if (width > 16) {
-        finish_vector(v1, lane_mask(width - 16), bias, res != nullptr ? res + 16 : nullptr, e.act,
-                      lo, hi, y + at + 16);
+      finish_vector(v0, k0, bias, res, e.act, lo, hi, y + at);
+      if (k1 != 0) {
+        const float* res1 = res != nullptr ? res + 16 : nullptr;
+        finish_vector(v1, k1, bias, res1, e.act, lo, hi, y + at + 16);
       }
     }
   }
