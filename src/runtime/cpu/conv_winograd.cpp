@@ -242,14 +242,13 @@ void write_run(const Wino& g, const float* s, int64_t sstride, int64_t m0, int64
 // Output channels a chunk: 16 tiles of sums of kBlock columns stay in L2 (~460 KiB at 112).
 constexpr int64_t kChunkRows = 8 * kGemmMR;
 
-struct Chunks {
-  int64_t rows, count;  // rows a chunk (whole micro-kernel panels), chunks
-};
-
-Chunks row_chunks(int64_t m) {
-  const int64_t count = (m + kChunkRows - 1) / kChunkRows;
-  const int64_t rows = ((m + count - 1) / count + kGemmMR - 1) / kGemmMR * kGemmMR;
-  return {rows, (m + rows - 1) / rows};
+// Output channels a task (whole micro-kernel panels): all of them when there are blocks enough
+// to share out; with few blocks (small batches) a part of them, at least two panels, so that
+// there are ~16 tasks. Each task transforms its block's patches itself.
+int64_t part_rows(int64_t m, int64_t blocks) {
+  const int64_t panels = (m + kGemmMR - 1) / kGemmMR;
+  const int64_t parts = blocks >= 16 ? 1 : std::min((16 + blocks - 1) / blocks, (panels + 1) / 2);
+  return (panels + parts - 1) / parts * kGemmMR;
 }
 
 // A distance between the 16 operands or sums of a block that is 4 KiB plus one cache line
@@ -283,13 +282,9 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
   const Wino g = wino_geometry(p);
   const int64_t vstride = spread(packed_b_floats(g.C, kBlock));
   const int64_t ustride = packed_a_floats(g.M, g.C);
-  const Chunks chunks = row_chunks(g.M);
   const int64_t blocks = (g.tiles + kBlock - 1) / kBlock;
-  // Few blocks (small batches): the row chunks become tasks of their own, each transforming
-  // the block's patches again, so that every thread has work.
-  const int64_t parts = blocks >= 8 ? 1 : std::min(chunks.count, (8 + blocks - 1) / blocks);
-  const int64_t per_part = (chunks.count + parts - 1) / parts;
-  const int64_t sstride = spread(chunks.rows * kBlock);
+  const int64_t rows_a_part = part_rows(g.M, blocks), parts = (g.M + rows_a_part - 1) / rows_a_part;
+  const int64_t sstride = spread(std::min(kChunkRows, rows_a_part) * kBlock);
   parallel_tasks(threads, blocks * parts, [&](int64_t task) {
     thread_local std::vector<float> v_buffer, s_buffer;
     float* v = worker_scratch(v_buffer, static_cast<size_t>(kXi * vstride));
@@ -298,9 +293,9 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
     const int64_t first = block * kBlock, count = std::min(kBlock, g.tiles - first);
     const std::vector<Run> runs = block_runs(g, first, count);
     for (const Run& r : runs) transform_run(g, x, r, v, vstride);
-    const int64_t c_end = std::min(chunks.count, (part + 1) * per_part);
-    for (int64_t chunk = part * per_part; chunk < c_end; ++chunk) {
-      const int64_t m0 = chunk * chunks.rows, rows = std::min(chunks.rows, g.M - m0);
+    const int64_t m_end = std::min(g.M, (part + 1) * rows_a_part);
+    for (int64_t m0 = part * rows_a_part; m0 < m_end; m0 += kChunkRows) {
+      const int64_t rows = std::min(kChunkRows, m_end - m0);
       for (int64_t xi = 0; xi < kXi; ++xi) {
         gemm_packed(rows, count, g.C, packed_u + xi * ustride + m0 * g.C, v + xi * vstride,
                     s + xi * sstride, kBlock);
