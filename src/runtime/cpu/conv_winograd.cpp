@@ -242,6 +242,12 @@ void write_run(const Wino& g, const float* s, int64_t sstride, int64_t m0, int64
 // Output channels a chunk: 16 tiles of sums of kBlock columns stay in L2 (~460 KiB at 112).
 constexpr int64_t kChunkRows = 8 * kGemmMR;
 
+// Rows a chunk of a part of `rows` rows: as even as whole panels allow, at most kChunkRows.
+int64_t even_chunk_rows(int64_t rows) {
+  const int64_t count = (rows + kChunkRows - 1) / kChunkRows;
+  return ((rows + count - 1) / count + kGemmMR - 1) / kGemmMR * kGemmMR;
+}
+
 // Output channels a task (whole micro-kernel panels): all of them when there are blocks enough
 // to share out; with few blocks (small batches) a part of them, at least two panels, so that
 // there are ~16 tasks. Each task transforms its block's patches itself.
@@ -284,7 +290,8 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
   const int64_t ustride = packed_a_floats(g.M, g.C);
   const int64_t blocks = (g.tiles + kBlock - 1) / kBlock;
   const int64_t rows_a_part = part_rows(g.M, blocks), parts = (g.M + rows_a_part - 1) / rows_a_part;
-  const int64_t sstride = spread(std::min(kChunkRows, rows_a_part) * kBlock);
+  const int64_t chunk_rows = even_chunk_rows(rows_a_part);
+  const int64_t sstride = spread(chunk_rows * kBlock);
   parallel_tasks(threads, blocks * parts, [&](int64_t task) {
     thread_local std::vector<float> v_buffer, s_buffer;
     float* v = worker_scratch(v_buffer, static_cast<size_t>(kXi * vstride));
@@ -294,8 +301,8 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
     const std::vector<Run> runs = block_runs(g, first, count);
     for (const Run& r : runs) transform_run(g, x, r, v, vstride);
     const int64_t m_end = std::min(g.M, (part + 1) * rows_a_part);
-    for (int64_t m0 = part * rows_a_part; m0 < m_end; m0 += kChunkRows) {
-      const int64_t rows = std::min(kChunkRows, m_end - m0);
+    for (int64_t m0 = part * rows_a_part; m0 < m_end; m0 += chunk_rows) {
+      const int64_t rows = std::min(chunk_rows, m_end - m0);
       for (int64_t xi = 0; xi < kXi; ++xi) {
         gemm_packed(rows, count, g.C, packed_u + xi * ustride + m0 * g.C, v + xi * vstride,
                     s + xi * sstride, kBlock);
