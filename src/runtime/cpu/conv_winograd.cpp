@@ -8,9 +8,9 @@
 // against the float64 reference).
 //
 // Work is cut into blocks of kBlock consecutive tiles (in image, tile-row, tile-column order,
-// spanning images) and, when there are few blocks, the output channels into row chunks. A block
-// transforms its patches into packed B panels, runs the 16 GEMMs into a tile of sums and writes
-// A^T M A + bias with the epilogue. Each output depends only on its own patch and the weights,
+// spanning images) and, when there are few blocks, the output channels into parts: a task is a
+// block and a part. It transforms the block's patches into packed B panels, then for each chunk
+// of its rows runs the 16 GEMMs into tiles of sums and writes A^T M A + bias with the epilogue. Each output depends only on its own patch and the weights,
 // summed in a fixed order, so results are the same whatever the blocking, the batch size or the
 // thread count.
 
