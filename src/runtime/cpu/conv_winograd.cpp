@@ -10,9 +10,10 @@
 // Work is cut into blocks of kBlock consecutive tiles (in image, tile-row, tile-column order,
 // spanning images) and, when there are few blocks, the output channels into parts: a task is a
 // block and a part. It transforms the block's patches into packed B panels, then for each chunk
-// of its rows runs the 16 GEMMs into tiles of sums and writes A^T M A + bias with the epilogue. Each output depends only on its own patch and the weights,
-// summed in a fixed order, so results are the same whatever the blocking, the batch size or the
-// thread count.
+// of its rows runs the 16 GEMMs into tiles of sums and writes A^T M A + bias with the epilogue.
+// Each output depends only on its own patch and the weights, summed in a fixed order, so
+// results are the same whatever the blocking, the batch size or the thread count (the parts
+// follow the thread count; the results do not).
 
 // GCC 12 reports a false "may be used uninitialized" inside its own AVX-512 min/max intrinsics
 // (their _mm512_undefined_ps pass-through operand).
@@ -248,12 +249,15 @@ int64_t even_chunk_rows(int64_t rows) {
   return ((rows + count - 1) / count + kGemmMR - 1) / kGemmMR * kGemmMR;
 }
 
-// Output channels a task (whole micro-kernel panels): all of them when there are blocks enough
-// to share out; with few blocks (small batches) a part of them, at least two panels, so that
-// there are ~16 tasks. Each task transforms its block's patches itself.
-int64_t part_rows(int64_t m, int64_t blocks) {
-  const int64_t panels = (m + kGemmMR - 1) / kGemmMR;
-  const int64_t parts = blocks >= 16 ? 1 : std::min((16 + blocks - 1) / blocks, (panels + 1) / 2);
+// Output channels a task (whole micro-kernel panels): all of them when there are two blocks or
+// more a thread; with fewer (small batches) a part of them, at least two panels, for about two
+// tasks a thread. Each task transforms its block's patches itself, so parts cost transforms
+// and are made only for threads that would otherwise idle. The split does not change any
+// result: an output's sum runs over the channels in order in whichever task computes it.
+int64_t part_rows(int64_t m, int64_t blocks, int threads) {
+  const int64_t panels = (m + kGemmMR - 1) / kGemmMR, want = 2 * int64_t{std::max(threads, 1)};
+  const int64_t parts =
+      blocks >= want ? 1 : std::min((want + blocks - 1) / blocks, (panels + 1) / 2);
   return (panels + parts - 1) / parts * kGemmMR;
 }
 
@@ -289,7 +293,8 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
   const int64_t vstride = spread(packed_b_floats(g.C, kBlock));
   const int64_t ustride = packed_a_floats(g.M, g.C);
   const int64_t blocks = (g.tiles + kBlock - 1) / kBlock;
-  const int64_t rows_a_part = part_rows(g.M, blocks), parts = (g.M + rows_a_part - 1) / rows_a_part;
+  const int64_t rows_a_part = part_rows(g.M, blocks, threads);
+  const int64_t parts = (g.M + rows_a_part - 1) / rows_a_part;
   const int64_t chunk_rows = even_chunk_rows(rows_a_part);
   const int64_t sstride = spread(chunk_rows * kBlock);
   parallel_tasks(threads, blocks * parts, [&](int64_t task) {
