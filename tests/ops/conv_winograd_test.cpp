@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "conv.h"
+#include "gemm_packed.h"
 #include "op_test_util.h"
 
 namespace ptq::runtime::cpu {
@@ -88,6 +89,34 @@ TEST(OpsConvWinograd, AppliesToWide3x3Stride1Only) {
   EXPECT_FALSE(conv_winograd_applies(p));
   EXPECT_FALSE(conv_winograd_applies(geometry(1, 16, 64, 56, 56, {1, 1, 1, 1})));  // narrow
   EXPECT_FALSE(conv_winograd_applies(geometry(1, 512, 512, 7, 7, {1, 1, 1, 1})));  // 7x7 out
+}
+
+// The packed weights hold G g G^T (computed here in float64 as the matrix product) of each
+// filter, in pack_a's layout for each of the 16 positions, the last panel's missing rows zero.
+TEST(OpsConvWinograd, PackedWeightsAreTheTransformedFiltersPacked) {
+  std::mt19937 rng(3);
+  const int64_t m = 19, c = 5;  // 19 rows: a partial second micro-panel
+  const std::vector<float> w = test::random_floats(rng, m * c * 9, -1.0f, 1.0f);
+  std::vector<float> got(static_cast<size_t>(winograd_weight_floats(m, c)), NAN);
+  pack_winograd_weights(w.data(), m, c, got.data());
+  const double g[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const int64_t stride = packed_a_floats(m, c);
+  for (int xi = 0; xi < 16; ++xi) {
+    std::vector<float> u(static_cast<size_t>(m * c));
+    for (int64_t f = 0; f < m * c; ++f) {
+      double v = 0.0;
+      for (int k = 0; k < 3; ++k) {
+        for (int l = 0; l < 3; ++l) v += g[xi / 4][k] * w[f * 9 + k * 3 + l] * g[xi % 4][l];
+      }
+      u[static_cast<size_t>(f)] = static_cast<float>(v);
+    }
+    std::vector<float> want(static_cast<size_t>(stride));
+    pack_a(false, m, c, u.data(), c, want.data());
+    for (int64_t i = 0; i < stride; ++i) {
+      EXPECT_NEAR(got[xi * stride + i], want[i], 1e-6 * (1.0 + std::fabs(want[i])))
+          << "position " << xi << " float " << i;
+    }
+  }
 }
 
 TEST(OpsConvWinograd, MatchesReferenceOnRandomShapes) {

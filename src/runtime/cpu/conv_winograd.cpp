@@ -59,17 +59,21 @@ void transform_filter(const float* g, double u[kXi]) {
 
 int64_t winograd_weight_floats(int64_t m, int64_t c) { return kXi * packed_a_floats(m, c); }
 
+// Each filter's 16 transformed taps go straight to their places in the 16 packed matrices:
+// row r of U_xi in panel r / MR at column c (pack_a's layout, missing rows of the last panel
+// zero), so no unpacked copy of the 16 matrices is made.
 void pack_winograd_weights(const float* w, int64_t m, int64_t c, float* out) {
-  std::vector<float> u(static_cast<size_t>(kXi * m * c));  // 16 matrices M x C
+  const int64_t stride = packed_a_floats(m, c);
+  std::fill(out, out + kXi * stride, 0.0f);
   double t[kXi];
-  for (int64_t i = 0; i < m * c; ++i) {
-    transform_filter(w + i * 9, t);
-    for (int64_t xi = 0; xi < kXi; ++xi) {
-      u[static_cast<size_t>(xi * m * c + i)] = static_cast<float>(t[xi]);
+  for (int64_t r = 0; r < m; ++r) {
+    float* row = out + r / kGemmMR * kGemmMR * c + r % kGemmMR;
+    for (int64_t k = 0; k < c; ++k) {
+      transform_filter(w + (r * c + k) * 9, t);
+      for (int64_t xi = 0; xi < kXi; ++xi) {
+        row[xi * stride + k * kGemmMR] = static_cast<float>(t[xi]);
+      }
     }
-  }
-  for (int64_t xi = 0; xi < kXi; ++xi) {
-    pack_a(false, m, c, u.data() + xi * m * c, c, out + xi * packed_a_floats(m, c));
   }
 }
 
