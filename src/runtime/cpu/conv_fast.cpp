@@ -60,8 +60,7 @@ void valid_range(int64_t out, int64_t s, int64_t p, int64_t kd, int64_t size, in
 // page-fault a quarter megabyte for every conv.
 float* scratch(size_t n) {
   thread_local std::vector<float> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
+  return grown(buffer, n);
 }
 
 constexpr int64_t kLanes = 16;  // outputs of a row accumulated together (one AVX-512 register)
@@ -347,8 +346,7 @@ void im2col_vector(const Geo& g, const float* xg, int64_t cg, int64_t c0, int64_
 // Per-call buffer shared by all threads (owned by the calling thread, kept between calls).
 float* shared_scratch(size_t n) {
   thread_local std::vector<float> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
+  return grown(buffer, n);
 }
 
 // Weights packed for the GEMM when the caller has none packed (weights that are not

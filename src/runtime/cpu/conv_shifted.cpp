@@ -147,12 +147,6 @@ std::vector<int64_t> largest_first(const Shifted& g, int64_t tm, int64_t tn, int
   return order;
 }
 
-// Buffers of the calling thread, shared by the workers of one call and kept between calls.
-float* scratch(std::vector<float>& buffer, size_t n) {
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
-}
-
 // Images interleaved: where an image's outputs fill its column panels poorly (7x7: 63 sums
 // over the phase width, 49 of them outputs, in 64 columns), the padded copy takes the image as
 // its innermost index (Layout: N floats an element), so the outputs (ow, n) of one output row
@@ -252,14 +246,14 @@ void interleaved(const Shifted& g, int64_t n_images, const float* x, const float
   const int64_t blocks = (g.OW * n_images + 511) / 512, bw = (g.OW + blocks - 1) / blocks;
   const int64_t tn = panels(bw * n_images) * kGemmNR, per_row = blocks * mtiles;
   thread_local std::vector<float> copy;
-  float* xq = scratch(copy, static_cast<size_t>(floats + kGemmNR));  // + the last panel's overrun
+  float* xq = grown(copy, static_cast<size_t>(floats + kGemmNR));  // + the last panel's overrun
   std::fill(xq + floats, xq + floats + kGemmNR, 0.0f);
   parallel_for(threads, g.C, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) interleave_channel(g, l, x, c, xq);
   });
   parallel_tasks(threads, g.OH * per_row, [&](int64_t t) {
     thread_local std::vector<float> sums;
-    float* s = scratch(sums, static_cast<size_t>(tm * tn));
+    float* s = grown(sums, static_cast<size_t>(tm * tn));
     const int64_t oh = t / per_row, ow0 = t % per_row / mtiles * bw, m0 = t % mtiles * tm;
     const int64_t rows = std::min(tm, g.M - m0), ow1 = std::min(g.OW, ow0 + bw);
     gemm_shifted(rows, (ow1 - ow0) * n_images, k, packed_w + m0 * k,
@@ -310,7 +304,7 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
   // Tile t of image n from its padded copy xi.
   auto tile = [&](const float* xi, int64_t n, int64_t t) {
     thread_local std::vector<float> sums;
-    float* s = scratch(sums, static_cast<size_t>(tm * tn));
+    float* s = grown(sums, static_cast<size_t>(tm * tn));
     const int64_t m0 = (t % mtiles) * tm, j0 = (t / mtiles) * tn;
     const int64_t rows = std::min(tm, g.M - m0), cols = std::min(tn, g.P - j0);
     gemm_shifted(rows, cols, k, packed_w + m0 * k, xi + j0, boff.data(), s, tn);
@@ -325,7 +319,7 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
   const int64_t whole = own ? p.N / threads * threads : 0;
   parallel_tasks(threads, whole, [&](int64_t n) {
     thread_local std::vector<float> mine;
-    float* xi = scratch(mine, static_cast<size_t>(image + slack));
+    float* xi = grown(mine, static_cast<size_t>(image + slack));
     std::fill(xi + image, xi + image + slack, 0.0f);
     pad_planes(g, x + n * in, 0, g.C, xi);
     for (int64_t t = 0; t < per_image; ++t) tile(xi, n, t);
@@ -339,7 +333,7 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
   const int64_t rounds = std::clamp<int64_t>(left * per_image / (8 * int64_t{threads}), 1, left);
   const int64_t round = (left + rounds - 1) / rounds;
   thread_local std::vector<float> padded;
-  float* xp = scratch(padded, static_cast<size_t>(round * image + slack));
+  float* xp = grown(padded, static_cast<size_t>(round * image + slack));
   std::fill(xp + round * image, xp + round * image + slack, 0.0f);
   for (int64_t n0 = whole; n0 < p.N; n0 += round) {
     const int64_t images = std::min(round, p.N - n0);

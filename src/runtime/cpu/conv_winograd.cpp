@@ -270,12 +270,6 @@ int64_t part_rows(int64_t m, int64_t blocks, int threads) {
 // or the 16 loads of a tile's sums, would all fall into one L1 set.
 int64_t spread(int64_t floats) { return (floats + 1023) / 1024 * 1024 + 16; }
 
-// Buffers of one worker thread, kept between calls.
-float* worker_scratch(std::vector<float>& buffer, size_t n) {
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
-}
-
 }  // namespace
 
 bool conv_winograd_applies(const ConvParams& p) {
@@ -303,8 +297,8 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
   const int64_t sstride = spread(chunk_rows * kBlock);
   parallel_tasks(threads, blocks * parts, [&](int64_t task) {
     thread_local std::vector<float> v_buffer, s_buffer;
-    float* v = worker_scratch(v_buffer, static_cast<size_t>(kXi * vstride));
-    float* s = worker_scratch(s_buffer, static_cast<size_t>(kXi * sstride));
+    float* v = grown(v_buffer, static_cast<size_t>(kXi * vstride));
+    float* s = grown(s_buffer, static_cast<size_t>(kXi * sstride));
     const int64_t block = task / parts, part = task % parts;
     const int64_t first = block * kBlock, count = std::min(kBlock, g.tiles - first);
     const std::vector<Run> runs = block_runs(g, first, count);

@@ -1,6 +1,6 @@
 // Helpers shared by the CPU kernels: a lambda-to-Kernel adapter, numpy broadcasting, axis and
-// attribute helpers, dtype dispatch and a deterministic parallel_for. Header-only and stable:
-// every kernel file in this folder includes it.
+// attribute helpers, dtype dispatch, kept scratch buffers and a deterministic parallel_for.
+// Header-only and stable: every kernel file in this folder includes it.
 #pragma once
 
 #include <omp.h>
@@ -210,6 +210,15 @@ bool dispatch_float(ir::DType t, F&& fn) {
 
 inline Status unsupported_dtype(const ir::Node& node, ir::DType t) {
   return node_error(node, "element type {} is not supported", ir::dtype_name(t));
+}
+
+// ---- scratch ---------------------------------------------------------------------------------
+
+// At least n floats of `buffer`, grown when needed and kept between calls (a kernel's scratch,
+// usually thread_local: a fresh vector per call would zero-fill and page-fault it each time).
+inline float* grown(std::vector<float>& buffer, size_t n) {
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
 }
 
 // ---- threading ------------------------------------------------------------------------------
