@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -89,9 +88,7 @@ std::pair<double, double> error_and_norm(const Case& c, const std::vector<float>
   return test::l2_error_and_norm(got, want);
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::same_bits;
 
 #if defined(__AVX512F__)
 

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -63,9 +62,7 @@ std::vector<float> run(const Case& c, const ConvEpilogue& e, int threads) {
   return y;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::same_bits;
 
 std::string describe(const Case& c) {
   return "N " + std::to_string(c.p.N) + " C " + std::to_string(c.p.C) + " M " +

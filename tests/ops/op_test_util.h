@@ -150,4 +150,9 @@ inline bool same_bytes(const ir::Tensor& a, const ir::Tensor& b) {
          (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
 }
 
+// The same floats bit for bit (NaNs and signed zeros included).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 }  // namespace ptq::test
