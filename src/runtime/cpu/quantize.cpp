@@ -82,6 +82,21 @@ inline float dequantize_value(Q q, float scale, int32_t zero) {
   return static_cast<float>(static_cast<int32_t>(q) - zero) * scale;
 }
 
+// One run of n elements sharing a scale. Out of line with restrict pointers: stores through an
+// int8 pointer may alias anything, so inside the lambdas GCC reloaded the scale and bounds per
+// element and kept the loop scalar; here it vectorises.
+template <typename Q>
+void quantize_run(const float* __restrict x, Q* __restrict y, int64_t n, float scale, float zero,
+                  float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) y[i] = quantize_value<Q>(x[i], scale, zero, lo, hi);
+}
+
+template <typename Q>
+void dequantize_run(const Q* __restrict x, float* __restrict y, int64_t n, float scale,
+                    int32_t zero) {
+  for (int64_t i = 0; i < n; ++i) y[i] = dequantize_value(x[i], scale, zero);
+}
+
 // Calls run(o, ai, flat, n) for runs of n consecutive elements of X from element `flat`: row
 // (o, ai) of X viewed as [outer, a, inner] (per-tensor: chunks of the whole tensor, o = ai =
 // 0), split across threads. Outside blocked scales a run shares one scale, m.at(o, ai, 0).
@@ -149,10 +164,7 @@ class QuantizeKernel final : public Kernel {
       if (!reference_ && m.block == 0) {
         for_each_run(m, x.size(), threads_, [&](int64_t o, int64_t ai, int64_t flat, int64_t n) {
           const int64_t k = m.at(o, ai, 0);
-          const float sk = s[k], zk = static_cast<float>(z[k]);
-          const float* xr = xf + flat;
-          Q* yr = y + flat;
-          for (int64_t i = 0; i < n; ++i) yr[i] = quantize_value<Q>(xr[i], sk, zk, lo, hi);
+          quantize_run<Q>(xf + flat, y + flat, n, s[k], static_cast<float>(z[k]), lo, hi);
         });
         return;
       }
@@ -210,11 +222,7 @@ class DequantizeKernel final : public Kernel {
       if (!reference_ && m.block == 0 && yf != nullptr) {
         for_each_run(m, x.size(), threads_, [&](int64_t o, int64_t ai, int64_t flat, int64_t n) {
           const int64_t k = m.at(o, ai, 0);
-          const float sk = s[k];
-          const int32_t zk = z[k];
-          const Q* xr = xp + flat;
-          float* yr = yf + flat;
-          for (int64_t i = 0; i < n; ++i) yr[i] = dequantize_value(xr[i], sk, zk);
+          dequantize_run<Q>(xp + flat, yf + flat, n, s[k], z[k]);
         });
         return;
       }
