@@ -1,6 +1,8 @@
 #include "backend_options.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <future>
 
 #include <fmt/format.h>
@@ -80,6 +82,39 @@ Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& optio
   (void)early;
   return usage_error("--backend vulkan: this build has no Vulkan backend");
 #endif
+}
+
+std::vector<runtime::Executor*> CalibrationEngines::executors() const {
+  std::vector<runtime::Executor*> all{engine.executor.get()};
+  for (const auto& e : more) all.push_back(e.get());
+  return all;
+}
+
+Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
+                                                      const BackendOptions& options, int threads,
+                                                      int workers, bool quiet,
+                                                      EarlyDevice* early) {
+  const bool cpu = options.backend == "cpu";
+  if (!cpu && workers > 1) return usage_error("--workers applies to --backend cpu");
+  if (workers == 0) workers = cpu ? std::max(1, threads / kThreadsPerWorker) : 1;
+  workers = std::clamp(workers, 1, std::max(threads, 1));
+  auto share = [&](int w) { return threads / workers + (w < threads % workers ? 1 : 0); };
+  CalibrationEngines e;
+  PTQ_ASSIGN_OR_RETURN(e.engine, make_engine(model, options, share(0), quiet, early));
+  for (int w = 1; w < workers; ++w) {
+    runtime::ExecutorOptions eo;
+    eo.threads = share(w);
+    PTQ_ASSIGN_OR_RETURN(auto exec, runtime::Executor::create(model, *e.engine.backend, eo));
+    e.more.push_back(std::move(exec));
+  }
+  return e;
+}
+
+void add_workers_option(CLI::App& app, int& workers) {
+  app.add_option("--workers", workers,
+                 "calibration workers, each running whole batches on its share of the threads "
+                 "(default: one per " + std::to_string(kThreadsPerWorker) + " CPU threads)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 Status print_vulkan_devices(bool json) {

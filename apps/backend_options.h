@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -49,6 +50,27 @@ class EarlyDevice {
 // Vulkan backend.
 Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& options, int threads,
                              bool quiet, EarlyDevice* early = nullptr);
+
+// The workers of a calibration (calibration::calibrate over several executors): `engine` and,
+// on the CPU, more executors of the same model on its backend, the threads split evenly
+// between them. Smaller teams run a batch's ops with less waiting at each op's end; each
+// worker holds its own activations (packed weights are shared).
+struct CalibrationEngines {
+  Engine engine;
+  std::vector<std::unique_ptr<runtime::Executor>> more;
+  std::vector<runtime::Executor*> executors() const;
+};
+
+// `workers` 0 chooses: on the CPU one per kThreadsPerWorker threads, on Vulkan one (its
+// executor has the device to itself; more is a usage error).
+inline constexpr int kThreadsPerWorker = 8;
+Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
+                                                      const BackendOptions& options, int threads,
+                                                      int workers, bool quiet,
+                                                      EarlyDevice* early = nullptr);
+
+// Adds --workers (calibration workers, 0: automatic) to `app`.
+void add_workers_option(CLI::App& app, int& workers);
 
 // True when this build includes the Vulkan backend.
 bool vulkan_available();

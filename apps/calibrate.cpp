@@ -1,5 +1,5 @@
 // `ptq calibrate MODEL --data SRC [--method entropy|minmax|percentile|mse] [--percentile P]
-//  [--samples N] [--batch N] [--backend cpu|vulkan] [--threads N] -o CACHE.json
+//  [--samples N] [--batch N] [--backend cpu|vulkan] [--threads N] [--workers N] -o CACHE.json
 //  [--trt-cache CACHE.cache] [--trt-version 8.6.1] [--trt-algo NAME] [--all-tensors]
 //  [--ignore-nonfinite] [--seed S --shuffle] [--ranges-only | --ranges RANGES.json]`
 // computes activation ranges and writes the ptqkit JSON cache (and the TensorRT text cache).
@@ -38,6 +38,7 @@ struct CalibrateOptions {
   std::string method = "entropy";
   double percentile = 99.99;
   int threads = 0;  // 0: all hardware threads
+  int workers = 0;  // 0: make_calibration_engines chooses
   std::string out;
   std::string trt_cache;
   std::string trt_version = "8.6.1";
@@ -101,7 +102,8 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   times.mark("open data");
-  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet, &early));
+  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines, make_calibration_engines(model, o.backend, threads,
+                                                                           o.workers, global.quiet, &early));
   times.mark("start backend");
 
   co.all_tensors = o.all_tensors;
@@ -126,7 +128,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
     return Status::ok();
   };
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
-                       calibration::calibrate(model, *engine.executor, dataset, co));
+                       calibration::calibrate(model, engines.executors(), dataset, co));
   line.finish();
   times.mark("calibrate");
   if (o.ignore_nonfinite && !global.quiet) report_nonfinite(table);
@@ -138,7 +140,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
     PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.trt_cache, wo));
   }
   times.mark("write caches");
-  engine = Engine{};
+  engines = CalibrationEngines{};
   times.mark("release backend");
   return Status::ok();
 }
@@ -156,6 +158,7 @@ Runner register_calibrate(CLI::App& app, GlobalOptions& global) {
   app.add_option("--percentile", o->percentile, "percentile of |x| kept by --method percentile")
       ->capture_default_str();
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  add_workers_option(app, o->workers);
   app.add_option("-o,--out", o->out, "the ptqkit JSON cache to write")->required();
   app.add_option("--trt-cache", o->trt_cache, "also write a TensorRT text calibration cache");
   app.add_option("--trt-version", o->trt_version, "TensorRT version of the cache header")

@@ -53,6 +53,7 @@ struct QuantizeOptions {
   std::string method = "entropy";
   double percentile = 99.99;
   int threads = 0;
+  int workers = 0;  // calibration workers (0: make_calibration_engines chooses)
   bool ignore_nonfinite = false;
   std::string cache;
   std::string cache_out;
@@ -184,7 +185,8 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   co.backend = o.backend.backend;
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   fed = fed_shapes(dataset);
-  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines, make_calibration_engines(model, o.backend, threads,
+                                                                           o.workers, global.quiet));
   ProgressLine line("quantize", "samples", dataset.size(), global.quiet);
   int stage = 0;
   co.progress = [&](const calibration::Progress& p) -> Status {
@@ -196,7 +198,7 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
     return Status::ok();
   };
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
-                       calibration::calibrate(model, *engine.executor, dataset, co));
+                       calibration::calibrate(model, engines.executors(), dataset, co));
   line.finish();
   return table;
 }
@@ -383,6 +385,7 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("--percentile", o->percentile, "percentile of |x| kept by --method percentile")
       ->capture_default_str();
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  add_workers_option(app, o->workers);
   app.add_flag("--ignore-nonfinite", o->ignore_nonfinite,
                "calibration: count and skip NaN/Inf activations instead of failing");
   app.add_option("--cache", o->cache,

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,7 +41,7 @@ struct Progress {
   int64_t samples_done = 0;   // samples of this pass done so far
   int64_t samples_total = 0;  // samples per pass
 };
-// Called on the calibrating thread; a non-ok Status aborts the run with that Status.
+// Called once a batch is done, one call at a time; a non-ok Status aborts the run with it.
 using ProgressFn = std::function<Status(const Progress&)>;
 
 struct CalibrationOptions {
@@ -79,6 +80,16 @@ Expected<std::vector<std::string>> calibration_tensors(const ir::Model& model,
 // and the sample's index in the data source; an empty dataset; a common_ranges table of
 // another model or missing a tensor.
 Expected<calib::CalibrationTable> calibrate(const ir::Model& model, runtime::Executor& executor,
+                                            const data::Dataset& dataset,
+                                            const CalibrationOptions& options);
+
+// The same with several executors of `model` (workers), each running every executors.size()-th
+// batch of a pass on a thread of its own; the first runs on the calling thread. Statistics
+// combine by min/max and integer addition, so the table is the same bit for bit for any number
+// of workers, and an error is that of the first failing batch, as with one. `progress` is
+// called by the worker that finished a batch, one call at a time.
+Expected<calib::CalibrationTable> calibrate(const ir::Model& model,
+                                            std::span<runtime::Executor* const> executors,
                                             const data::Dataset& dataset,
                                             const CalibrationOptions& options);
 

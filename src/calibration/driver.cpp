@@ -1,11 +1,20 @@
 // The calibration driver: two passes of the dataset through the executor with an observer that
 // hands each wanted tensor's statistics (computed by the backend where the tensor lives) to a
 // calib::Collector. Results do not depend on batch size, order or threads: phase 1 keeps only
-// order-free min/max, phase 2 only integer counts over a range fixed by phase 1.
+// order-free min/max, phase 2 only integer counts over a range fixed by phase 1. Several
+// workers (an executor each) may run a pass's batches at once: each computes its tensors'
+// statistics apart and adds them to the one collector under a lock.
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <future>
+#include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -29,12 +38,19 @@ std::string source_names(const data::Dataset& dataset) {
   return out;
 }
 
+// The collector the workers share, and its lock. In phase 2 the tensors' ranges are read
+// without it: nothing changes them or the set of tensors then.
+struct SharedCollector {
+  calib::Collector& collector;
+  std::mutex mutex;
+};
+
 class StatsObserver final : public runtime::Observer {
  public:
-  StatsObserver(std::vector<std::string> tensors, calib::Collector& collector,
+  StatsObserver(const std::vector<std::string>& tensors, SharedCollector& shared,
                 const data::Dataset& dataset, bool ignore_nonfinite)
-      : tensors_(std::move(tensors)),
-        collector_(collector),
+      : tensors_(tensors),
+        shared_(shared),
         dataset_(dataset),
         ignore_nonfinite_(ignore_nonfinite) {}
 
@@ -53,11 +69,19 @@ class StatsObserver final : public runtime::Observer {
     if (phase_ == Phase::kRanges) {
       const runtime::MinMaxStats m = t.stats.minmax();
       if (m.nonfinite > 0 && !ignore_nonfinite_) return nonfinite_error(t, m, elements);
-      return collector_.add_range(t.name, {m.min, m.max, m.abs_max, m.nonfinite, m.first_nonfinite},
-                                  elements, {first_, count_});
+      std::lock_guard<std::mutex> lock(shared_.mutex);
+      return shared_.collector.add_range(
+          t.name, {m.min, m.max, m.abs_max, m.nonfinite, m.first_nonfinite}, elements,
+          {first_, count_});
     }
-    return collector_.add_histogram(
-        t.name, [&t](double T, std::span<uint64_t> counts) { t.stats.histogram(T, counts); });
+    const std::optional<double> T = shared_.collector.range(t.name);
+    if (!T) return runtime_error("tensor '{}' was not seen in the range pass", t.name);
+    counts_.fill(0);
+    t.stats.histogram(*T, counts_);
+    std::lock_guard<std::mutex> lock(shared_.mutex);
+    return shared_.collector.add_histogram(t.name, [this](double, std::span<uint64_t> counts) {
+      for (size_t b = 0; b < counts.size() && b < counts_.size(); ++b) counts[b] += counts_[b];
+    });
   }
 
  private:
@@ -79,13 +103,14 @@ class StatsObserver final : public runtime::Observer {
         t.name, m.nonfinite, where, source_names(dataset_));
   }
 
-  std::vector<std::string> tensors_;
-  calib::Collector& collector_;
+  const std::vector<std::string>& tensors_;
+  SharedCollector& shared_;
   const data::Dataset& dataset_;
   bool ignore_nonfinite_;
   Phase phase_ = Phase::kRanges;
   int64_t first_ = 0;
   int64_t count_ = 0;
+  calib::HistogramCounts counts_{};  // one tensor's counts of one batch
 };
 
 // The shapes fed per input: the first batch's, with -1 where a later batch differs.
@@ -115,36 +140,92 @@ class FedShapes {
   std::map<std::string, std::vector<int64_t>> shapes_;
 };
 
+// What the workers of a pass share. Worker w runs batches w, w + W, w + 2W, ... (W workers)
+// on executors[w] with observers[w].
 struct PassContext {
-  runtime::Executor& executor;
+  std::span<runtime::Executor* const> executors;
+  std::span<const std::unique_ptr<StatsObserver>> observers;
   const data::Dataset& dataset;
-  StatsObserver& observer;
+  SharedCollector& shared;
   const CalibrationOptions& options;
   int passes;
-  FedShapes* shapes;  // recorded in pass 1 only
+  FedShapes* shapes;  // recorded in pass 1 only (under the shared lock)
 };
 
-Status run_pass(PassContext& c, Phase phase, int pass) {
-  const int64_t batches = c.dataset.num_batches();
-  const int64_t batch_size = c.dataset.batch_size();
-  auto load = [&c](int64_t b) { return c.dataset.batch(b); };
-  std::future<Expected<data::NamedTensors>> next;
-  if (c.options.prefetch && batches > 0) next = std::async(std::launch::async, load, int64_t{0});
-  runtime::Observer* observers[] = {&c.observer};
-  Progress progress{pass, c.passes, 0, c.dataset.size()};
-  for (int64_t b = 0; b < batches; ++b) {
-    Expected<data::NamedTensors> batch = c.options.prefetch ? next.get() : load(b);
-    if (c.options.prefetch && b + 1 < batches) next = std::async(std::launch::async, load, b + 1);
-    if (!batch) return std::move(batch).take_status();
-    const int64_t n = batch->empty() ? 0 : batch->front().second.dim(0);
-    if (phase == Phase::kRanges && c.shapes != nullptr) c.shapes->add(*batch);
-    c.observer.start_batch(phase, b * batch_size, n);
-    auto outputs = c.executor.run(*batch, observers);
-    if (!outputs) return std::move(outputs).take_status();
-    progress.samples_done += n;
-    if (c.options.progress) PTQ_RETURN_IF_ERROR(c.options.progress(progress));
+// The outcome of a pass, as its workers report it. A batch at or after the first failing one
+// is not started, so every batch before it runs: the error reported is the first batch's in
+// order, as with one worker, whichever worker met it first.
+class PassState {
+ public:
+  explicit PassState(Progress progress) : progress_(progress) {}
+
+  bool wanted(int64_t batch) const { return batch < failed_at_.load(); }
+  void fail(int64_t batch, Status status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (batch >= failed_at_.load()) return;
+    failed_at_ = batch;
+    error_ = std::move(status);
   }
-  return Status::ok();
+  // Counts a finished batch of n samples and reports the progress.
+  Status finished(int64_t n, const ProgressFn& report) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    progress_.samples_done += n;
+    return report ? report(progress_) : Status::ok();
+  }
+  Status status() const { return error_; }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<int64_t> failed_at_{std::numeric_limits<int64_t>::max()};
+  Status error_;
+  Progress progress_;
+};
+
+Status run_batch(PassContext& c, PassState& state, Phase phase, size_t worker, int64_t b,
+                 Expected<data::NamedTensors> batch) {
+  if (!batch) return std::move(batch).take_status();
+  const int64_t n = batch->empty() ? 0 : batch->front().second.dim(0);
+  if (phase == Phase::kRanges && c.shapes != nullptr) {
+    std::lock_guard<std::mutex> lock(c.shared.mutex);
+    c.shapes->add(*batch);
+  }
+  StatsObserver& observer = *c.observers[worker];
+  observer.start_batch(phase, b * c.dataset.batch_size(), n);
+  runtime::Observer* observers[] = {&observer};
+  auto outputs = c.executors[worker]->run(*batch, observers);
+  if (!outputs) return std::move(outputs).take_status();
+  return state.finished(n, c.options.progress);
+}
+
+void run_worker(PassContext& c, PassState& state, Phase phase, size_t worker) {
+  const int64_t batches = c.dataset.num_batches();
+  const auto stride = static_cast<int64_t>(c.executors.size());
+  auto load = [&c](int64_t b) { return c.dataset.batch(b); };
+  auto b = static_cast<int64_t>(worker);
+  std::future<Expected<data::NamedTensors>> next;
+  if (c.options.prefetch && b < batches) next = std::async(std::launch::async, load, b);
+  for (; b < batches && state.wanted(b); b += stride) {
+    Expected<data::NamedTensors> batch = c.options.prefetch ? next.get() : load(b);
+    if (c.options.prefetch && b + stride < batches) {
+      next = std::async(std::launch::async, load, b + stride);
+    }
+    Status s = run_batch(c, state, phase, worker, b, std::move(batch));
+    if (!s.is_ok()) {
+      state.fail(b, std::move(s));
+      return;
+    }
+  }
+}
+
+Status run_pass(PassContext& c, Phase phase, int pass) {
+  PassState state(Progress{pass, c.passes, 0, c.dataset.size()});
+  std::vector<std::thread> others;
+  for (size_t w = 1; w < c.executors.size(); ++w) {
+    others.emplace_back([&c, &state, phase, w] { run_worker(c, state, phase, w); });
+  }
+  run_worker(c, state, phase, 0);
+  for (std::thread& t : others) t.join();
+  return state.status();
 }
 
 Status check_options(const ir::Model& model, const CalibrationOptions& o) {
@@ -172,7 +253,16 @@ Status check_options(const ir::Model& model, const CalibrationOptions& o) {
 Expected<calib::CalibrationTable> calibrate(const ir::Model& model, runtime::Executor& executor,
                                             const data::Dataset& dataset,
                                             const CalibrationOptions& options) {
+  runtime::Executor* executors[] = {&executor};
+  return calibrate(model, executors, dataset, options);
+}
+
+Expected<calib::CalibrationTable> calibrate(const ir::Model& model,
+                                            std::span<runtime::Executor* const> executors,
+                                            const data::Dataset& dataset,
+                                            const CalibrationOptions& options) {
   PTQ_RETURN_IF_ERROR(check_options(model, options));
+  if (executors.empty()) return usage_error("calibration needs at least one executor");
   if (dataset.size() == 0) {
     return invalid_input("the data source {} holds no samples", source_names(dataset));
   }
@@ -184,15 +274,20 @@ Expected<calib::CalibrationTable> calibrate(const ir::Model& model, runtime::Exe
   std::future<calib::ModelIdentity> identity =
       std::async(std::launch::async, [&model] { return model_identity(model); });
   calib::Collector collector({.ignore_nonfinite = options.ignore_nonfinite});
-  StatsObserver observer(std::move(tensors), collector, dataset, options.ignore_nonfinite);
-  executor.forget_observers();  // a previous observer may have lived at this address
+  SharedCollector shared{collector, {}};
+  std::vector<std::unique_ptr<StatsObserver>> observers;
+  for (runtime::Executor* e : executors) {
+    e->forget_observers();  // a previous observer may have lived at this address
+    observers.push_back(
+        std::make_unique<StatsObserver>(tensors, shared, dataset, options.ignore_nonfinite));
+  }
   const bool one_pass = options.ranges_only || options.method.name == "minmax";
   FedShapes shapes;
-  PassContext ctx{executor, dataset, observer, options, one_pass ? 1 : 2, &shapes};
+  PassContext ctx{executors, observers, dataset, shared, options, one_pass ? 1 : 2, &shapes};
   PTQ_RETURN_IF_ERROR(run_pass(ctx, Phase::kRanges, 1));
   PTQ_RETURN_IF_ERROR(collector.finish_ranges(options.common_ranges));
   if (!one_pass) PTQ_RETURN_IF_ERROR(run_pass(ctx, Phase::kHistograms, 2));
-  executor.forget_observers();
+  for (runtime::Executor* e : executors) e->forget_observers();
 
   calib::CalibrationTable table;
   if (options.ranges_only) {

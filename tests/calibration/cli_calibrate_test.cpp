@@ -78,7 +78,7 @@ ir::Tensor example_samples() {
   return std::move(*t);
 }
 
-TEST_F(CalibrateCli, SameBytesForAnyBatchSizeOrderAndThreadCount) {
+TEST_F(CalibrateCli, SameBytesForAnyBatchSizeOrderThreadAndWorkerCount) {
   TempDir dir;
   struct Case {
     std::string batch;
@@ -88,7 +88,9 @@ TEST_F(CalibrateCli, SameBytesForAnyBatchSizeOrderAndThreadCount) {
                                 {"7", {"--threads", "1"}},
                                 {"64", {"--threads", "2"}},
                                 {"7", {"--threads", "2", "--shuffle", "--seed", "3"}},
-                                {"64", {"--threads", "1", "--shuffle"}}};
+                                {"64", {"--threads", "1", "--shuffle"}},
+                                {"7", {"--threads", "2", "--workers", "2"}},
+                                {"5", {"--threads", "3", "--workers", "3", "--shuffle"}}};
   std::string json0, trt0;
   for (size_t k = 0; k < cases.size(); ++k) {
     const std::string out = dir / ("c" + std::to_string(k) + ".json");
@@ -111,6 +113,10 @@ TEST_F(CalibrateCli, SameBytesForAnyBatchSizeOrderAndThreadCount) {
   }
   EXPECT_NE(json0.find("\"batch\":1,"), std::string::npos);
   EXPECT_NE(json0.find("\"date\":\"2024-05-01T12:00:00Z\""), std::string::npos);
+  // The Vulkan executor has the device to itself: several workers there are refused.
+  const PtqResult r = calibrate({"--backend", "vulkan", "--workers", "2", "-o", dir / "v.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--workers applies to --backend cpu"), std::string::npos) << r.err;
 }
 
 TEST_F(CalibrateCli, ConvertWithAnotherMethodEqualsCalibratingWithIt) {

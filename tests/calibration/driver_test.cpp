@@ -190,6 +190,75 @@ TEST(Calibrate, SameTableForAnyBatchSizeOrderAndThreadCount) {
   }
 }
 
+// `count` executors of the fixture's model on its backend (the first is the fixture's own).
+std::vector<std::unique_ptr<runtime::Executor>> more_executors(Fixture& f, size_t count) {
+  std::vector<std::unique_ptr<runtime::Executor>> more;
+  while (more.size() + 1 < count) {
+    auto e = runtime::Executor::create(f.model, *f.backend, {.threads = 1});
+    EXPECT_TRUE(e.has_value()) << e.status().message();
+    more.push_back(std::move(*e));
+  }
+  return more;
+}
+
+Expected<calib::CalibrationTable> calibrate_with(Fixture& f, size_t workers,
+                                                 const data::Dataset& ds,
+                                                 const CalibrationOptions& o) {
+  const auto more = more_executors(f, workers);
+  std::vector<runtime::Executor*> all{f.executor.get()};
+  for (const auto& e : more) all.push_back(e.get());
+  return calibrate(f.model, all, ds, o);
+}
+
+TEST(Calibrate, SameTableForAnyNumberOfWorkers) {
+  TempDir dir;
+  const std::string npy = write_samples(dir, "x.npy", testing::residual_samples(23, 12));
+  Fixture f = make_fixture(dir);
+  for (const char* method : {"entropy", "minmax"}) {
+    std::string first;
+    for (size_t workers : {1, 2, 3, 5, 9}) {
+      data::Dataset ds = open_data(npy, f.model, 3, true, 4);  // 8 batches
+      CalibrationOptions o;
+      o.method.name = method;
+      o.all_tensors = true;
+      int64_t last = 0, calls = 0;
+      int pass = 1;
+      o.progress = [&](const Progress& p) {  // one call at a time, counting up in each pass
+        if (p.pass != pass) last = 0;
+        pass = p.pass;
+        EXPECT_GT(p.samples_done, last) << "workers " << workers;
+        last = p.samples_done;
+        ++calls;
+        return Status::ok();
+      };
+      auto t = calibrate_with(f, workers, ds, o);
+      ASSERT_TRUE(t.has_value()) << t.status().message();
+      EXPECT_EQ(calls, std::string(method) == "minmax" ? 8 : 16) << "workers " << workers;
+      EXPECT_EQ(last, 23) << "workers " << workers;
+      const std::string json = calib::json_cache_string(*t);
+      if (first.empty()) first = json;
+      EXPECT_EQ(json, first) << method << ", workers " << workers;
+    }
+  }
+}
+
+TEST(Calibrate, WorkersReportTheFirstFailingBatch) {
+  TempDir dir;
+  Fixture f = make_fixture(dir);
+  ir::Tensor samples = testing::residual_samples(24, 8);
+  samples.data<float>()[4 * 256 + 9] = std::numeric_limits<float>::quiet_NaN();   // batch 1
+  samples.data<float>()[19 * 256 + 2] = std::numeric_limits<float>::infinity();   // batch 6
+  const std::string npy = write_samples(dir, "x.npy", samples);
+  for (size_t workers : {1, 2, 3, 4, 3, 2}) {
+    data::Dataset ds = open_data(npy, f.model, 3);
+    auto t = calibrate_with(f, workers, ds, {});
+    ASSERT_FALSE(t.has_value());
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(t.status().message().find("sample 4 of"), std::string::npos)
+        << "workers " << workers << ": " << t.status().message();
+  }
+}
+
 TEST(Calibrate, MinMaxRunsOnePassAndProgressCountsSamples) {
   TempDir dir;
   Fixture f = make_fixture(dir);
