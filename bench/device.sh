@@ -12,9 +12,12 @@
 #   4. phases: where a Vulkan calibration's fixed cost goes (device start-up, 32 vs 256 samples,
 #      one pass vs two, the first-run breakdown);
 #   5. upload: ResNet-18 batch 32 with inputs staged in host memory vs device memory (BAR);
-#   6. cputime: a 16-thread CPU entropy calibration's phases and per-step times.
+#   6. cputime: a 16-thread CPU entropy calibration's phases and per-step times;
+#   7. workers: CPU entropy calibration of 256 samples with --workers each of WORKERS (default
+#      "1 2 4"), in turn, REPEAT times (default 3): wall time and peak RSS.
+# CALIB_WORKERS=N passes --workers N to the calib step's CPU runs.
 # Logs go to OUT (default /tmp/ptq-device).
-# Usage: bench/device.sh [gpu] [calib] [splitk] [phases] [upload] [cputime]
+# Usage: bench/device.sh [gpu] [calib] [splitk] [phases] [upload] [cputime] [workers]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${DIST:-$root/.dist}"
@@ -96,9 +99,21 @@ if [[ " $steps " == *" cputime "* ]]; then
   PTQ_TIMING=1 PTQ_CPU_TIMING=1 "$dist/ptq" calibrate "$models/resnet18.onnx" --data "$work/c256.npy" \
     --method entropy --batch 32 --backend cpu --quiet -o "$work/cputime.json" 2>&1 | tee "$out/cputime.log"
 fi
+if [[ " $steps " == *" workers "* ]]; then
+  resnet18
+  samples 256
+  for r in $(seq "${REPEAT:-3}"); do
+    for w in ${WORKERS:-1 2 4}; do
+      echo "workers $w: $(SOURCE_DATE_EPOCH=0 python3 "$root/bench/calibration/measure.py" -- "$dist/ptq" calibrate \
+        "$models/resnet18.onnx" --data "$work/c256.npy" --method entropy --batch 32 --backend cpu \
+        --workers "$w" --quiet -o "$work/w$w.json" | tail -1)"
+    done
+  done 2>&1 | tee -a "$out/workers.log"
+  cmp "$work/w1.json" "$work/w2.json" && echo "caches of 1 and 2 workers: same bytes" | tee -a "$out/workers.log"
+fi
 if [[ " $steps " == *" calib "* ]]; then
   resnet18
   bash "$root/bench/calibration/run_device.sh" "$dist/ptq" --model "$models/resnet18.onnx" \
-    --samples "${CALIB_SAMPLES:-256 2048}" --ort-samples 256 --backends "cpu vulkan" 2>&1 \
-    | tee "$out/calib.log"
+    --samples "${CALIB_SAMPLES:-256 2048}" --ort-samples 256 --backends "${CALIB_BACKENDS:-cpu vulkan}" \
+    ${CALIB_WORKERS:+--ptq-args "--workers $CALIB_WORKERS"} 2>&1 | tee -a "$out/calib.log"
 fi

@@ -12,6 +12,7 @@
 #     --batch B          batch size for both tools (default 32)
 #     --backends "cpu vulkan"  ptq backends to time (default "cpu"; ratios are against the first)
 #     --threads N        ptq threads (default: all CPUs; ORT uses all by default)
+#     --ptq-args "..."   more ptq calibrate options (e.g. "--workers 4")
 #     --work DIR         where samples and caches go (default: a temporary folder, removed)
 #     --python PY        a Python with numpy (+ onnxruntime for the ORT rows); default: the
 #                        first of python3, /usr/bin/python3 that imports onnxruntime, else
@@ -19,7 +20,7 @@
 #     --skip-ort         time ptq only (e.g. where onnxruntime's Python package is missing)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
 ptq="$(readlink -f "$1")"
 shift
@@ -30,6 +31,7 @@ ort_samples="256"
 batch=32
 backends="cpu"
 threads="$(nproc)"
+ptq_args=""
 work=""
 python=""
 skip_ort=0
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
     --batch) batch="$2"; shift 2 ;;
     --backends) backends="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
+    --ptq-args) ptq_args="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
     --python) python="$2"; shift 2 ;;
     --skip-ort) skip_ort=1; shift ;;
@@ -85,7 +88,7 @@ run_ptq() {  # run_ptq N BACKEND -> "seconds rss"
   local n="$1" b="$2" m
   m="$("$python" "$here/measure.py" -- "$ptq" calibrate "$model" --data "$work/calib_$n.npy" \
         --method entropy --batch "$batch" --threads "$threads" --backend "$b" --quiet \
-        -o "$work/ptq_${b}_$n.json" | tail -1)"
+        $([ "$b" = cpu ] && echo $ptq_args) -o "$work/ptq_${b}_$n.json" | tail -1)"
   echo "$(echo "$m" | field seconds) $(echo "$m" | field peak_rss_mb)"
 }
 run_ort() {  # run_ort N MODE -> "seconds rss"
@@ -95,7 +98,7 @@ run_ort() {  # run_ort N MODE -> "seconds rss"
   echo "$(echo "$m" | field seconds) $(echo "$m" | field peak_rss_mb)"
 }
 
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; ptq threads $threads; batch $batch"
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; ptq threads $threads; batch $batch${ptq_args:+; ptq (cpu) $ptq_args}"
 echo "model: $model"
 ptq_first=""
 declare -A ptq_time ptq_rss
