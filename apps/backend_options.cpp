@@ -96,7 +96,7 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
                                                       EarlyDevice* early) {
   const bool cpu = options.backend == "cpu";
   if (!cpu && workers > 1) return usage_error("--workers applies to --backend cpu");
-  if (workers == 0) workers = cpu ? std::max(1, threads / kThreadsPerWorker) : 1;
+  if (workers == 0) workers = cpu ? std::clamp(threads / kThreadsPerWorker, 1, kMostWorkers) : 1;
   workers = std::clamp(workers, 1, std::max(threads, 1));
   auto share = [&](int w) { return threads / workers + (w < threads % workers ? 1 : 0); };
   CalibrationEngines e;
@@ -113,7 +113,8 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
 void add_workers_option(CLI::App& app, int& workers) {
   app.add_option("--workers", workers,
                  "calibration workers, each running whole batches on its share of the threads "
-                 "(default: one per " + std::to_string(kThreadsPerWorker) + " CPU threads)")
+                 "(default: one per " + std::to_string(kThreadsPerWorker) + " CPU threads, at most " +
+                     std::to_string(kMostWorkers) + ")")
       ->check(CLI::NonNegativeNumber);
 }
 
