@@ -1,5 +1,6 @@
 // Conv and ConvTranspose: fast kernels against the reference on random shapes (fixed seeds),
 // the reference against known answers and against itself in lower rank, thread determinism.
+#include <algorithm>
 #include <random>
 
 #include "kernel_harness.h"
@@ -175,6 +176,32 @@ TEST(Conv, BitIdenticalForAnyThreadCount) {
     for (int t : {2, 3}) {
       auto many = run_kernel(conv_node(cc), 13, in.ptrs(), false, t);
       EXPECT_TRUE(bit_identical(one[0], many[0])) << ir::shape_str(in.w.shape()) << " threads " << t;
+    }
+  }
+}
+
+// A 1x1 conv of up to 256 input channels reads its input rows in place, except a tile whose
+// whole panels would read past the input's end (the last image's last tile), which is packed
+// first: an image's outputs are the same bits in a batch (in place) and alone (packed), on any
+// thread count, and match the reference. 300 channels take the packed path throughout.
+TEST(Conv, PointwiseInPlaceEqualsPacked) {
+  std::mt19937 rng(17);
+  for (int64_t c : {5, 96, 256, 300}) {
+    const ConvCase cc{3, c, 40, 1, {23, 29}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "NOTSET", true};
+    const ConvInputs in = conv_inputs(rng, cc);
+    const auto batch = run_kernel(conv_node(cc), 13, in.ptrs(), false, 2);
+    const auto ref = run_kernel(conv_node(cc), 13, in.ptrs(), true);
+    EXPECT_LE(rel_l2(batch[0], ref[0]), 1e-5) << "channels " << c;
+    const int64_t x_image = c * 23 * 29, y_image = 40 * 23 * 29;
+    for (int64_t n = 0; n < cc.n; ++n) {
+      ir::Tensor x(ir::DType::kFloat32, {1, c, 23, 29});
+      std::copy_n(in.x.data<float>() + n * x_image, x_image, x.data<float>());
+      for (int t : {1, 3}) {
+        const auto alone = run_kernel(conv_node(cc), 13, {&x, &in.w, &in.b}, false, t);
+        const float* y = batch[0].data<float>() + n * y_image;
+        EXPECT_TRUE(std::equal(y, y + y_image, alone[0].data<float>()))
+            << "channels " << c << " image " << n << " threads " << t;
+      }
     }
   }
 }

@@ -326,21 +326,21 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
 }
 
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
-                  const int64_t* boff, float* c, int64_t ldc) {
+                  const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& e) {
 #if defined(__AVX512F__)
   if (m <= 0 || n <= 0) return true;
   if (k == 0) {
-    empty_sum(m, n, c, ldc, {});
+    empty_sum(m, n, c, ldc, e);
     return true;
   }
   for_each_tile(m, n, k, [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0,
                              int64_t kc) {
-    const Tile t = tile_at(pa, nullptr, c, ldc, {}, k, i0, j0, cols, k0, kc);
+    const Tile t = tile_at(pa, nullptr, c, ldc, e, k, i0, j0, cols, k0, kc);
     kRowsMicro<ShiftedRows>[static_cast<size_t>(rows - 1)](t, ShiftedRows{b + j0, boff + k0});
   });
   return true;
 #else
-  (void)m, (void)n, (void)k, (void)pa, (void)b, (void)boff, (void)c, (void)ldc;
+  (void)m, (void)n, (void)k, (void)pa, (void)b, (void)boff, (void)c, (void)ldc, (void)e;
   return false;
 #endif
 }

@@ -56,12 +56,13 @@ struct GemmEpilogue {
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* pb, float* c,
                  int64_t ldc, const GemmEpilogue& epilogue = {});
 
-// C[m x n] (row stride ldc) = A * B without an epilogue, where row q of B is the n floats from
-// b + boff[q] (a "shifted" B: a stride-1 convolution's taps over a zero-padded input, so no
-// im2col copy is made). Columns are read in whole panels of kGemmNR: up to kGemmNR - 1 floats
-// past column n are read (they must exist) and ignored. Elements are summed over k in order
-// exactly as gemm_packed sums them. Returns false where it is not built (no AVX-512).
+// C[m x n] (row stride ldc) = A * B, then the epilogue, where row q of B is the n floats from
+// b + boff[q] (a "shifted" B: a stride-1 convolution's taps over a zero-padded input, or a 1x1
+// convolution's input rows, so no copy is made). Columns are read in whole panels of kGemmNR:
+// up to kGemmNR - 1 floats past column n are read (they must exist) and ignored. Elements are
+// summed over k in order exactly as gemm_packed sums them. Returns false where it is not built
+// (no AVX-512).
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
-                  const int64_t* boff, float* c, int64_t ldc);
+                  const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& epilogue = {});
 
 }  // namespace ptq::runtime::cpu
