@@ -20,11 +20,16 @@
 //     inequality accepts exactly that and nothing else: a wrong scale, zero point, axis,
 //     saturation or rounding mode breaks it at the first QuantizeLinear, where x agree to 1e-6.
 //  2. The graph outputs (float for both targets: neither puts Q/DQ on a graph output, so "one
-//     output quantization step" has no meaning here): for the tensorrt target rel L2 <= 1e-4
-//     and cosine >= 0.9999 (measured: rel L2 <= 5e-7; these networks' heads average the flips
-//     away). For the ort target the flips above do reach the output (Q/DQ after every conv and
-//     add): cosine >= 0.999 (measured 0.99989 resnet18, 0.99995 mobilenet_v2, 1.0 transformer;
-//     rel L2 up to 1.5e-2); bound 1 is the strict check there.
+//     output quantization step" has no meaning here): for the tensorrt target rel L2 <= 2e-3
+//     and cosine >= 0.9999. Measured rel L2 <= 5e-7 where the heads average the flips away,
+//     but how far flips reach depends on the exported weights: with the MobileNetV2 that
+//     python3-torch exported on an AMD Zen 5 machine they reach the logits at rel L2 6.0e-4
+//     (cosine 0.99999982; 2.6% of the exposed q differ, by up to 27 steps, every one within
+//     bound 1). For outputs of equal norm rel L2 = sqrt(2 (1 - cosine)), so 2e-3 is still seven
+//     times tighter than the cosine bound. For the ort target the flips above do reach the
+//     output (Q/DQ after every conv and add): cosine >= 0.999 (measured 0.99989 resnet18,
+//     0.99995 mobilenet_v2, 1.0 transformer; rel L2 up to 1.5e-2); bound 1 is the strict
+//     check there.
 //  3. The ort target again with all of ORT's optimizations, which fuse the Q/DQ patterns into
 //     integer kernels (QLinearConv, QLinearAdd, QGemm, …) with fixed-point requantization, as
 //     a deployment would run it, on 4 samples: cosine >= 0.995 (measured 0.99986 resnet18,
@@ -211,7 +216,7 @@ void crosscheck(const std::string& model, const std::string& calib, const std::s
   const std::string what = model + "_" + target;
   expect_quantize_consistent(points, work / "ptq", work / "ort", what);
   expect_outputs_agree(outputs, work / "ptq", work / "ort",
-                       target == "tensorrt" ? Bounds{0.9999, 1e-4} : Bounds{0.999, 1.0}, what);
+                       target == "tensorrt" ? Bounds{0.9999, 2e-3} : Bounds{0.999, 1.0}, what);
   if (target == "ort") {
     auto run4 = run_ptq({"run", q.string(), "--data", samples.string(), "--samples", "4",
                          "--batch", "4", "-o", (work / "ptq4").string(), "--quiet"});
