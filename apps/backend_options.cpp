@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <string>
 #include <future>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -4,8 +4,6 @@
 // order-free min/max, phase 2 only integer counts over a range fixed by phase 1. Several
 // workers (an executor each) may run a pass's batches at once: each computes its tensors'
 // statistics apart and adds them to the one collector under a lock.
-#include <algorithm>
-#include <array>
 #include <atomic>
 #include <future>
 #include <limits>
