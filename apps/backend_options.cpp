@@ -90,12 +90,17 @@ std::vector<runtime::Executor*> CalibrationEngines::executors() const {
   return all;
 }
 
+Status check_workers(const BackendOptions& options, int workers) {
+  if (options.backend != "cpu" && workers > 1) return usage_error("--workers applies to --backend cpu");
+  return Status::ok();
+}
+
 Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
                                                       const BackendOptions& options, int threads,
                                                       int workers, bool quiet,
                                                       EarlyDevice* early) {
+  PTQ_RETURN_IF_ERROR(check_workers(options, workers));
   const bool cpu = options.backend == "cpu";
-  if (!cpu && workers > 1) return usage_error("--workers applies to --backend cpu");
   if (workers == 0) workers = cpu ? std::clamp(threads / kThreadsPerWorker, 1, kMostWorkers) : 1;
   workers = std::clamp(workers, 1, std::max(threads, 1));
   auto share = [&](int w) { return threads / workers + (w < threads % workers ? 1 : 0); };

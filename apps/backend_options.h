@@ -72,6 +72,10 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
                                                       int workers, bool quiet,
                                                       EarlyDevice* early = nullptr);
 
+// A usage error for more than one worker off the CPU; commands check it before they start a
+// device.
+Status check_workers(const BackendOptions& options, int workers);
+
 // Adds --workers (calibration workers, 0: automatic) to `app`.
 void add_workers_option(CLI::App& app, int& workers);
 

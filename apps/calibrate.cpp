@@ -87,6 +87,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(co.date, run_date());
 
+  PTQ_RETURN_IF_ERROR(check_workers(o.backend, o.workers));
   PhaseTimes times;
   EarlyDevice early(o.backend);  // opens while the model loads
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
