@@ -405,19 +405,19 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
   };
   int64_t parts = 1;
   if (units < 4 && mg >= 128) parts = std::min<int64_t>((4 + units - 1) / units, mg / 64);
-  // A 1x1 convolution's B rows are the input's own rows (hw floats apart): with up to 256 of
-  // them (a panel's rows then fill L1 at most) the micro-kernel reads them in place, unless its
-  // whole panels would read past the input's end. MobileNetV2 at batch 32 on one thread: the
-  // 1x1 convs of 16-144 input channels 25-35 % faster than packing first; those of 384-576
-  // 5-10 % slower, which keep the packing.
-  const bool in_place = pointwise && k <= 256;
-  std::vector<int64_t> rows_at;
-  if (in_place) {
-    rows_at.resize(static_cast<size_t>(k));
-    for (int64_t q = 0; q < k; ++q) rows_at[static_cast<size_t>(q)] = q * hw;
-  }
-  const float* x_end = x + g.N * g.C * g.H * g.W;
   if (parts == 1) {
+    // A 1x1 convolution's B rows are the input's own rows (hw floats apart): with up to 256 of
+    // them (a panel's rows then fill L1 at most) the micro-kernel reads them in place, unless
+    // its whole panels would read past the input's end. MobileNetV2 at batch 32 on one thread:
+    // the 1x1 convs of 16-144 input channels 25-35 % faster than packing first; those of
+    // 384-576 5-10 % slower, which keep the packing.
+    const bool in_place = pointwise && k <= 256;
+    std::vector<int64_t> rows_at;
+    if (in_place) {
+      rows_at.resize(static_cast<size_t>(k));
+      for (int64_t q = 0; q < k; ++q) rows_at[static_cast<size_t>(q)] = q * hw;
+    }
+    const float* x_end = x + g.N * g.C * g.H * g.W;
     parallel_tasks(threads, units, [&](int64_t u) {
       int64_t n = 0, grp = 0, c0 = 0, t = 0;
       unit_at(u, n, grp, c0, t);
