@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "cost.h"
 #include "fold.h"
 #include "merge.h"
 #include "ptq/sensitivity.h"
@@ -27,6 +28,7 @@ struct Job {
   planner::PlanOptions plan;   // what the variant quantizes
   std::unique_ptr<ir::Model> variant;  // stable address: the cut borrows its initializers
   std::optional<Cut> cut;
+  double cost = 0.0;  // estimated_cost() of the part
   Evaluator::Tally tally;
   Status status;
 
@@ -137,10 +139,12 @@ Status prepare_job(Job& job, const ir::Model& borrowed, const ir::Model& base,
   PTQ_ASSIGN_OR_RETURN(ir::Model v, quantized_copy(borrowed, table, job.plan));
   job.variant = std::make_unique<ir::Model>(std::move(v));
   PTQ_RETURN_IF_ERROR(folder.fold(*job.variant).status());
-  if (!reuse) return Status::ok();
-  // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
-  auto cut = make_cut(base, *job.variant);
-  if (cut && cut->nodes > 0) job.cut = std::move(*cut);
+  if (reuse) {
+    // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
+    auto cut = make_cut(base, *job.variant);
+    if (cut && cut->nodes > 0) job.cut = std::move(*cut);
+  }
+  job.cost = estimated_cost(job.part(), job.variant->graph);
   return Status::ok();
 }
 
@@ -198,22 +202,20 @@ std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o, boo
   return jobs;
 }
 
-// `workers` groups of jobs, balanced by the nodes each job's part runs: the largest part first,
-// each to the group with the fewest nodes so far (ties: the first). Dealt round-robin, a
-// ResNet-18 sweep's two workers took 19.0 and 16.7 s.
+// `workers` groups of jobs, balanced by their parts' estimated costs: the costliest part first,
+// each to the group with the least cost so far (ties: the first).
 std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers) {
   std::vector<Group> groups(std::min(jobs.size(), static_cast<size_t>(std::max(1, workers))));
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  auto nodes = [&](size_t j) { return jobs[j].part().graph.nodes.size(); };
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return nodes(a) > nodes(b); });
-  std::vector<size_t> load(groups.size(), 0);
+                   [&](size_t a, size_t b) { return jobs[a].cost > jobs[b].cost; });
+  std::vector<double> load(groups.size(), 0.0);
   for (size_t j : order) {
     const auto least = std::min_element(load.begin(), load.end());
     const size_t g = static_cast<size_t>(least - load.begin());
     groups[g].jobs.push_back(j);
-    load[g] += nodes(j);
+    load[g] += jobs[j].cost;
   }
   for (Group& g : groups) std::sort(g.jobs.begin(), g.jobs.end());  // graph order within a group
   return groups;

@@ -1,0 +1,70 @@
+#include "cost.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace ptq::sensitivity {
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// Known dims of a value (unknown ones as 1); nullopt when its rank is unknown.
+std::optional<Dims> dims_of(const ir::Graph& g, const ir::Graph& types, const std::string& name) {
+  if (const ir::Tensor* t = g.initializer(name)) return t->shape();
+  const ir::ValueInfo* vi = g.find_value_info(name);
+  if (vi == nullptr || !vi->type.has_shape()) vi = types.find_value_info(name);
+  if (vi == nullptr || !vi->type.has_shape()) return std::nullopt;
+  Dims d;
+  for (const ir::Dim& x : *vi->type.dims) {
+    d.push_back(x.known() ? std::max<int64_t>(x.value, 1) : 1);
+  }
+  return d;
+}
+
+double product(const std::optional<Dims>& d, size_t from = 0) {
+  double n = 1.0;
+  if (!d) return n;
+  for (size_t i = from; i < d->size(); ++i) n *= static_cast<double>((*d)[i]);
+  return n;
+}
+
+// Multiply-adds per output element of a weighted node; 1 for any other.
+double per_output(const ir::Node& n, const ir::Graph& g, const ir::Graph& types) {
+  auto in = [&](size_t i) {
+    return i < n.inputs.size() ? dims_of(g, types, n.inputs[i]) : std::nullopt;
+  };
+  if (n.op_type == "Conv") {
+    const auto w = in(1);  // [M, C / group, k...]: C / group * k... per output
+    return w && !w->empty() ? product(w, 1) : 1.0;
+  }
+  if (n.op_type == "ConvTranspose") {
+    // [C, M / group, k...]: C / group * k... per output at stride 1 (fewer at larger strides)
+    const auto w = in(1);
+    const double group = static_cast<double>(std::max<int64_t>(n.attr_int("group", 1), 1));
+    return w && w->size() > 2 ? static_cast<double>((*w)[0]) / group * product(w, 2) : 1.0;
+  }
+  if (n.op_type == "MatMul" || n.op_type == "Gemm") {
+    const bool trans_b = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0;
+    // K: B's second-last dim (last when Gemm transposes it), else A's last.
+    if (const auto b = in(1); b && b->size() >= 2) {
+      return static_cast<double>((*b)[b->size() - (trans_b ? 1 : 2)]);
+    }
+    if (const auto a = in(0); a && !a->empty()) return static_cast<double>(a->back());
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+double estimated_cost(const ir::Model& part, const ir::Graph& types) {
+  const ir::Graph& g = part.graph;
+  double total = 0.0;
+  for (const ir::Node& n : g.nodes) {
+    if (n.outputs.empty() || n.outputs.front().empty()) continue;
+    total += product(dims_of(g, types, n.outputs.front())) * per_output(n, g, types);
+  }
+  return total;
+}
+
+}  // namespace ptq::sensitivity
