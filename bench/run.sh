@@ -20,7 +20,9 @@ command -v node >/dev/null || { echo "bench: node is missing (scripts/install-de
 
 # Threads wait without spinning, in both runtimes, unless PTQ_BENCH_SPIN=1: on a shared or
 # oversubscribed machine a spinning OpenMP / ORT worker burns the time slice its partner needs
-# (measured here: ResNet-18 batch 1 on 2 threads, 1.0 img/s spinning vs 5.2 passive).
+# (measured here: ResNet-18 batch 1 on 2 threads, 1.0 img/s spinning vs 5.2 passive). ptqkit's
+# kernel helpers never spin (src/runtime/cpu/task_pool.h); PTQ_BENCH_SPIN=1 lets ORT's pool and
+# the OpenMP loops left in ptqkit (calibration statistics) spin.
 export PTQ_BENCH_SPIN="${PTQ_BENCH_SPIN:-0}"
 if [ "$PTQ_BENCH_SPIN" = 0 ]; then export OMP_WAIT_POLICY=passive; fi
 

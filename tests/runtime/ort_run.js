@@ -66,8 +66,8 @@ function batchOf(arr, count) {
   return new ort.Tensor(arr.type, out, [n, ...arr.shape.slice(1)]);
 }
 
-// PTQ_BENCH_SPIN=0 turns off the intra-op pool's spin-waiting (as OMP_WAIT_POLICY=passive
-// does for ptqkit's OpenMP threads): on an oversubscribed machine spinning threads starve.
+// PTQ_BENCH_SPIN=0 turns off the intra-op pool's spin-waiting (ptqkit's kernel helpers never
+// spin, task_pool.h): on an oversubscribed machine spinning threads starve.
 async function session(model, threads) {
   const options = {
     intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential',

@@ -1,0 +1,104 @@
+#include "task_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ptq::runtime::cpu {
+
+namespace {
+
+thread_local bool in_task = false;  // this thread is running a task: nested loops run inline
+
+class TaskPool {
+ public:
+  ~TaskPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : helpers_) t.join();
+  }
+
+  void run(int threads, int64_t n, void (*task)(void*, int64_t), void* context) {
+    const int wanted = static_cast<int>(std::min<int64_t>(threads - 1, n - 1));
+    while (static_cast<int>(helpers_.size()) < wanted) helpers_.emplace_back([this] { serve(); });
+    {
+      // Late helpers of the last loop may still be inside it (about to find it exhausted).
+      std::unique_lock<std::mutex> lock(mutex_);
+      left_.wait(lock, [&] { return inside_ == 0; });
+      task_ = task;
+      context_ = context;
+      n_ = n;
+      next_.store(0, std::memory_order_relaxed);
+      done_.store(0, std::memory_order_relaxed);
+      seats_ = wanted;
+      ++epoch_;
+    }
+    wake_.notify_all();
+    work();
+    // Every task is claimed; wait for those a helper is still running.
+    while (done_.load(std::memory_order_acquire) < n) std::this_thread::yield();
+  }
+
+ private:
+  // Claims and runs tasks until none is left.
+  void work() {
+    in_task = true;
+    for (int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n_;
+         i = next_.fetch_add(1, std::memory_order_relaxed)) {
+      task_(context_, i);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+    in_task = false;
+  }
+
+  void serve() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || epoch_ != seen; });
+      if (stop_) return;
+      seen = epoch_;
+      if (seats_ == 0) continue;
+      --seats_;
+      ++inside_;
+      lock.unlock();
+      work();
+      lock.lock();
+      if (--inside_ == 0) left_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, left_;
+  std::vector<std::thread> helpers_;
+  bool stop_ = false;
+  uint64_t epoch_ = 0;
+  int seats_ = 0;    // helpers the current loop may still take
+  int inside_ = 0;   // helpers inside a loop
+  // The current loop, set under mutex_ while no helper is inside.
+  void (*task_)(void*, int64_t) = nullptr;
+  void* context_ = nullptr;
+  int64_t n_ = 0;
+  std::atomic<int64_t> next_{0}, done_{0};
+};
+
+}  // namespace
+
+void run_tasks(int threads, int64_t n, void (*task)(void*, int64_t), void* context) {
+  if (n <= 0) return;
+  if (threads <= 1 || n == 1 || in_task) {
+    for (int64_t i = 0; i < n; ++i) task(context, i);
+    return;
+  }
+  thread_local TaskPool pool;
+  pool.run(threads, n, task, context);
+}
+
+}  // namespace ptq::runtime::cpu

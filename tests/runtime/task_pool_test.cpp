@@ -1,0 +1,107 @@
+// run_tasks() (src/runtime/cpu/task_pool.h), under the CPU kernels' parallel loops: every task
+// runs exactly once, on up to the threads asked for, from loops in quick succession (helpers
+// that wake late must find the loop over), from loops nested in a task, and from several
+// calling threads at once, each with its own helpers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "task_pool.h"
+
+namespace ptq::runtime::cpu {
+namespace {
+
+// Runs n tasks on `threads`; returns how often each ran and records the threads that ran them.
+std::vector<int> run_counted(int threads, int64_t n, std::set<std::thread::id>* who = nullptr) {
+  std::vector<std::atomic<int>> count(static_cast<size_t>(n));
+  std::mutex m;
+  auto task = [&](int64_t i) {
+    count[static_cast<size_t>(i)].fetch_add(1);
+    if (who != nullptr) {
+      std::lock_guard<std::mutex> lock(m);
+      who->insert(std::this_thread::get_id());
+    }
+  };
+  run_tasks(threads, n, task);
+  std::vector<int> out;
+  for (auto& c : count) out.push_back(c.load());
+  return out;
+}
+
+TEST(TaskPool, EveryTaskRunsOnce) {
+  for (int threads : {1, 2, 3, 4, 8}) {
+    for (int64_t n : {0, 1, 2, 3, 7, 64, 1000}) {
+      const std::vector<int> count = run_counted(threads, n);
+      EXPECT_EQ(count, std::vector<int>(static_cast<size_t>(n), 1)) << threads << " threads, " << n;
+    }
+  }
+}
+
+TEST(TaskPool, UsesAtMostTheThreadsAsked) {
+  for (int threads : {1, 2, 3}) {
+    std::set<std::thread::id> who;
+    // Tasks long enough for helpers to wake and take some.
+    std::vector<std::atomic<int>> count(64);
+    std::mutex m;
+    auto task = [&](int64_t i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      count[static_cast<size_t>(i)].fetch_add(1);
+      std::lock_guard<std::mutex> lock(m);
+      who.insert(std::this_thread::get_id());
+    };
+    run_tasks(threads, 64, task);
+    EXPECT_LE(who.size(), static_cast<size_t>(threads));
+    EXPECT_TRUE(who.contains(std::this_thread::get_id()));  // the caller works too
+    for (auto& c : count) EXPECT_EQ(c.load(), 1);
+  }
+}
+
+TEST(TaskPool, ManyShortLoopsInARow) {
+  // Helpers mostly wake after the caller has run every task: they must find the loop over and
+  // never run a task of the next loop with the last one's function.
+  for (int rep = 0; rep < 2000; ++rep) {
+    const int64_t n = 1 + rep % 5;
+    std::vector<int64_t> seen(static_cast<size_t>(n), -1);
+    auto task = [&](int64_t i) { seen[static_cast<size_t>(i)] = rep; };
+    run_tasks(2 + rep % 3, n, task);
+    for (int64_t v : seen) ASSERT_EQ(v, rep) << "loop " << rep;
+  }
+}
+
+TEST(TaskPool, NestedLoopsRunInline) {
+  std::atomic<int> inner{0};
+  auto outer = [&](int64_t) {
+    const std::thread::id me = std::this_thread::get_id();
+    std::atomic<int> elsewhere{0};
+    auto task = [&](int64_t) {
+      inner.fetch_add(1);
+      if (std::this_thread::get_id() != me) elsewhere.fetch_add(1);
+    };
+    run_tasks(4, 8, task);
+    EXPECT_EQ(elsewhere.load(), 0);
+  };
+  run_tasks(2, 6, outer);
+  EXPECT_EQ(inner.load(), 48);
+}
+
+TEST(TaskPool, SeveralCallersAtOnce) {
+  std::vector<std::thread> callers;
+  std::atomic<int> wrong{0};
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&, c] {
+      for (int rep = 0; rep < 300; ++rep) {
+        const std::vector<int> count = run_counted(2 + c, 16 + rep % 7);
+        for (int v : count) wrong += v != 1;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+}  // namespace
+}  // namespace ptq::runtime::cpu
