@@ -390,7 +390,14 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
   // then evened out and rounded up to whole micro-kernel panels.
   const int64_t widest = std::clamp<int64_t>(65536 / std::clamp<int64_t>(k, 1, 256), 64, 2048);
   const int64_t even = (hw + widest - 1) / widest;
-  const int64_t tn = std::min(hw, ((hw + even - 1) / even + kGemmNR - 1) / kGemmNR * kGemmNR);
+  int64_t tn = std::min(hw, ((hw + even - 1) / even + kGemmNR - 1) / kGemmNR * kGemmNR);
+  // A small convolution (batch 1 at 14x14 or 7x7) would be one or two tiles, which a second
+  // thread could not share: narrower tiles (whole panels) until there are four, where the
+  // output has that many panels. MobileNetV2 at batch 1 on 2 threads: its 14x14 projections
+  // ran on one thread.
+  while (g.N * g.G * ((hw + tn - 1) / tn) < 4 && tn > kGemmNR) {
+    tn = std::max(kGemmNR, (tn / 2 + kGemmNR - 1) / kGemmNR * kGemmNR);
+  }
   const int64_t ctiles = (hw + tn - 1) / tn;
   const int64_t units = g.N * g.G * ctiles;
   const int64_t col_floats = packed_b_floats(k, tn);
