@@ -1,8 +1,9 @@
 // 1x1 convolutions with the output channels in the lanes (pointwise_lanes.cpp) against
 // conv_fast's GEMM (same bits: the same multiply-adds in the same order) and the
-// float64-accumulating reference, on random shapes (fixed seeds): 7x7, 14x14 and odd planes
-// (partial row tiles), 128-400 input and 40-300 output channels (partial channel panels), 1-3
-// images, bias or none, a fused residual + Relu or Clip; the same bits for any thread count.
+// float64-accumulating reference, on random shapes (fixed seeds): 5x5 to 28x28 planes (partial
+// row tiles), 128-400 input and 40-300 or 32 output channels (partial
+// channel panels; one panel, whose row tiles are split between tasks), 1-3 images, bias or
+// none, a fused residual + Relu or Clip; the same bits for any thread count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -36,13 +37,10 @@ struct Case {
   int64_t out() const { return p.N * p.M * p.out[0] * p.out[1]; }
 };
 
-Case random_case(std::mt19937& rng) {
-  const int64_t side[] = {7, 14, 5, 9};
+// Data for geometry p (random weights, input, bias or none, epilogue).
+Case with_data(std::mt19937& rng, const ConvParams& p) {
   Case c;
-  do {  // a geometry the lanes take (partial channel panels only where they waste less)
-    const int64_t h = side[pick(rng, 0, 3)];
-    c.p = pointwise(pick(rng, 1, 3), pick(rng, 128, 400), pick(rng, 40, 300), h, h);
-  } while (!pointwise_lanes_applies(c.p));
+  c.p = p;
   const int64_t h = c.p.in[0];
   c.x = test::random_floats(rng, c.p.N * c.p.C * h * h, -1.0f, 1.0f);
   c.w = test::random_floats(rng, c.p.M * c.p.C, -1.0f, 1.0f);
@@ -54,6 +52,18 @@ Case random_case(std::mt19937& rng) {
   if (kind == 1) c.e = {c.res.data(), Activation::kRelu, 0.0f, 0.0f};
   if (kind == 2) c.e = {c.res.data(), Activation::kClip, -2.0f, 3.0f};
   return c;
+}
+
+// A random geometry the lanes take (partial channel panels only where they waste less); with
+// `one_panel`, 32 output channels (one panel, whose row tiles are cut into blocks).
+Case random_case(std::mt19937& rng, bool one_panel = false) {
+  const int64_t side[] = {7, 14, 5, 9, 28};
+  ConvParams p;
+  do {
+    const int64_t h = side[pick(rng, 0, 4)];
+    p = pointwise(pick(rng, 1, 3), pick(rng, 128, 400), one_panel ? 32 : pick(rng, 40, 300), h, h);
+  } while (!pointwise_lanes_applies(p));
+  return with_data(rng, p);
 }
 
 const float* bias(const Case& c) { return c.b.empty() ? nullptr : c.b.data(); }
@@ -86,8 +96,8 @@ TEST(OpsPointwiseLanes, AppliesToWideConvsOnSmallPlanes) {
 
 TEST(OpsPointwiseLanes, SameBitsAsTheGemmAndNearTheReference) {
   std::mt19937 rng(404);
-  for (int i = 0; i < 10; ++i) {
-    const Case c = random_case(rng);
+  for (int i = 0; i < 12; ++i) {
+    const Case c = random_case(rng, i % 3 == 0);
     ASSERT_TRUE(pointwise_lanes_applies(c.p)) << describe(c);
     const std::vector<float> got = lanes(c, 2);
     std::vector<float> gemm(got.size(), NAN);
@@ -104,7 +114,7 @@ TEST(OpsPointwiseLanes, SameBitsAsTheGemmAndNearTheReference) {
 TEST(OpsPointwiseLanes, SameBitsForAnyThreadCount) {
   std::mt19937 rng(5);
   for (int i = 0; i < 4; ++i) {
-    const Case c = random_case(rng);
+    const Case c = random_case(rng, i % 2 == 0);
     const std::vector<float> one = lanes(c, 1);
     for (int t : {2, 3, 16}) EXPECT_TRUE(test::same_bits(one, lanes(c, t))) << "threads " << t;
   }

@@ -118,13 +118,20 @@ bool conv_pointwise_lanes(const ConvParams& p, const float* x, const float* pack
   if (!pointwise_lanes_applies(p)) return false;
   const int64_t hw = p.out[0] * p.out[1], k = p.C, panels = (p.M + kPanel - 1) / kPanel;
   // A task: one image's outputs for one panel of channels (its weights stay in L2 across the
-  // image's row tiles).
-  parallel_tasks(threads, p.N * panels, [&](int64_t task) {
-    const int64_t n = task / panels, m0 = task % panels * kPanel;
+  // task's row tiles), over a block of its row tiles: the tiles are cut into blocks where there
+  // would be fewer than four tasks, so that threads can share the call (a 28x28 plane with 32
+  // output channels is one panel).
+  const int64_t tiles = (hw + kRows - 1) / kRows;
+  const int64_t blocks = std::clamp<int64_t>((4 + p.N * panels - 1) / (p.N * panels), 1, tiles);
+  const int64_t per_block = (tiles + blocks - 1) / blocks;
+  parallel_tasks(threads, p.N * panels * blocks, [&](int64_t task) {
+    const int64_t n = task / (panels * blocks), m0 = task / blocks % panels * kPanel;
+    const int64_t first = task % blocks * per_block * kRows;
+    const int64_t last = std::min(hw, first + per_block * kRows);
     const int64_t cols = std::min(kPanel, p.M - m0);
     const float* xn = x + n * k * hw;
     const int64_t at = (n * p.M + m0) * hw;
-    for (int64_t p0 = 0; p0 < hw; p0 += kRows) {
+    for (int64_t p0 = first; p0 < last; p0 += kRows) {
       const int64_t rows = std::min(kRows, hw - p0);
       kTiles[static_cast<size_t>(rows - 1)](xn + p0, hw, k, packed + m0 * k, cols,
                                             b != nullptr ? b + m0 : nullptr,
