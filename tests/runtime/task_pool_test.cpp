@@ -1,7 +1,7 @@
 // run_tasks() (src/runtime/cpu/task_pool.h), under the CPU kernels' parallel loops: every task
 // runs exactly once, on up to the threads asked for, from loops in quick succession (helpers
 // that wake late must find the loop over), from loops nested in a task, and from several
-// calling threads at once, each with its own helpers.
+// calling threads at once, each with its own helpers; parallel_for's ranges on it.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernel_util.h"
 #include "task_pool.h"
 
 namespace ptq::runtime::cpu {
@@ -101,6 +102,25 @@ TEST(TaskPool, SeveralCallersAtOnce) {
   }
   for (std::thread& t : callers) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// parallel_for on the pool: ranges of at least min_per_thread elements, up to four a thread,
+// claimed from both ends; every element in exactly one range.
+TEST(TaskPool, ParallelForCoversEveryElementOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    for (int64_t n : {1, 2, 7, 40, 1001}) {
+      for (int64_t min_per : {1, 3, 64}) {
+        std::vector<std::atomic<int>> count(static_cast<size_t>(n));
+        std::atomic<int> short_ranges{0};
+        parallel_for(threads, n, [&](int64_t begin, int64_t end) {
+          if (end - begin < std::min(min_per, n)) short_ranges.fetch_add(1);
+          for (int64_t i = begin; i < end; ++i) count[static_cast<size_t>(i)].fetch_add(1);
+        }, min_per);
+        for (auto& c : count) ASSERT_EQ(c.load(), 1) << threads << " " << n << " " << min_per;
+        EXPECT_EQ(short_ranges.load(), 0) << threads << " " << n << " " << min_per;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "task_pool.h"
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -34,28 +35,41 @@ class TaskPool {
       left_.wait(lock, [&] { return inside_ == 0; });
       task_ = task;
       context_ = context;
-      n_ = n;
-      next_.store(0, std::memory_order_relaxed);
+      range_.store(uint64_t(n) << 32, std::memory_order_relaxed);  // front 0, back n
       done_.store(0, std::memory_order_relaxed);
       seats_ = wanted;
       ++epoch_;
     }
     wake_.notify_all();
-    work();
+    work(true);
     // Every task is claimed; wait for those a helper is still running.
     while (done_.load(std::memory_order_acquire) < n) std::this_thread::yield();
   }
 
  private:
-  // Claims and runs tasks until none is left.
-  void work() {
+  // Claims and runs tasks until none is left: the caller from the front, helpers from the
+  // back, so each thread's tasks are neighbours (contiguous ranges, as a static split gives)
+  // while whoever is free takes the next.
+  void work(bool front) {
     in_task = true;
-    for (int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n_;
-         i = next_.fetch_add(1, std::memory_order_relaxed)) {
+    for (int64_t i = claim(front); i >= 0; i = claim(front)) {
       task_(context_, i);
       done_.fetch_add(1, std::memory_order_release);
     }
     in_task = false;
+  }
+
+  // The next task from the front or the back of [front, back), or -1 when none is left.
+  int64_t claim(bool front) {
+    uint64_t r = range_.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t lo = r & 0xffffffffu, hi = r >> 32;
+      if (lo >= hi) return -1;
+      const uint64_t next = front ? r + 1 : r - (uint64_t{1} << 32);
+      if (range_.compare_exchange_weak(r, next, std::memory_order_relaxed)) {
+        return static_cast<int64_t>(front ? lo : hi - 1);
+      }
+    }
   }
 
   void serve() {
@@ -69,7 +83,7 @@ class TaskPool {
       --seats_;
       ++inside_;
       lock.unlock();
-      work();
+      work(false);
       lock.lock();
       if (--inside_ == 0) left_.notify_all();
     }
@@ -85,15 +99,15 @@ class TaskPool {
   // The current loop, set under mutex_ while no helper is inside.
   void (*task_)(void*, int64_t) = nullptr;
   void* context_ = nullptr;
-  int64_t n_ = 0;
-  std::atomic<int64_t> next_{0}, done_{0};
+  std::atomic<uint64_t> range_{0};  // the unclaimed tasks [front, back): back << 32 | front
+  std::atomic<int64_t> done_{0};
 };
 
 }  // namespace
 
 void run_tasks(int threads, int64_t n, void (*task)(void*, int64_t), void* context) {
   if (n <= 0) return;
-  if (threads <= 1 || n == 1 || in_task) {
+  if (threads <= 1 || n == 1 || in_task || n > INT32_MAX) {
     for (int64_t i = 0; i < n; ++i) task(context, i);
     return;
   }
