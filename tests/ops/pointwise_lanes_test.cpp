@@ -1,7 +1,7 @@
 // 1x1 convolutions with the output channels in the lanes (pointwise_lanes.cpp) against
 // conv_fast's GEMM (same bits: the same multiply-adds in the same order) and the
 // float64-accumulating reference, on random shapes (fixed seeds): 5x5 to 28x28 planes (partial
-// row tiles), 128-400 input and 40-300 or 32 output channels (partial
+// row tiles), 64-400 input and 40-300 or 32 output channels (partial
 // channel panels; one panel, whose row tiles are split between tasks), 1-3 images, bias or
 // none, a fused residual + Relu or Clip; the same bits for any thread count.
 #include <gtest/gtest.h>
@@ -61,7 +61,7 @@ Case random_case(std::mt19937& rng, bool one_panel = false) {
   ConvParams p;
   do {
     const int64_t h = side[pick(rng, 0, 4)];
-    p = pointwise(pick(rng, 1, 3), pick(rng, 128, 400), one_panel ? 32 : pick(rng, 40, 300), h, h);
+    p = pointwise(pick(rng, 1, 3), pick(rng, 64, 400), one_panel ? 32 : pick(rng, 40, 300), h, h);
   } while (!pointwise_lanes_applies(p));
   return with_data(rng, p);
 }
@@ -84,7 +84,7 @@ std::vector<float> lanes(const Case& c, int threads) {
 TEST(OpsPointwiseLanes, AppliesToWideConvsOnSmallPlanes) {
   EXPECT_TRUE(pointwise_lanes_applies(pointwise(1, 320, 1280, 7, 7)));
   EXPECT_TRUE(pointwise_lanes_applies(pointwise(32, 576, 96, 14, 14)));
-  EXPECT_FALSE(pointwise_lanes_applies(pointwise(1, 64, 384, 14, 14)));    // few input channels
+  EXPECT_FALSE(pointwise_lanes_applies(pointwise(1, 32, 384, 14, 14)));    // few input channels
   EXPECT_FALSE(pointwise_lanes_applies(pointwise(1, 256, 256, 56, 56)));   // whole panels
   ConvParams padded = pointwise(1, 320, 1280, 7, 7);
   padded.w.pads = {1, 1, 1, 1}, padded.out = {9, 9};

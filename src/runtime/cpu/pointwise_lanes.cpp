@@ -3,8 +3,8 @@
 // columns for 49 outputs (and a 14x14 plane 224 for 196). Here the GEMM is transposed: a tile is
 // up to kRows output positions (the rows, read in place from the input: position p of channel q
 // at x + q * HW + p) by 32 output channels (a panel of the weights, packed once with pack_b),
-// so no lane is wasted on positions. A finished tile is turned around through a small buffer
-// (one gather per channel) and written out channel by channel with the epilogue.
+// so no lane is wasted on positions. A finished tile is transposed in registers and written
+// out channel by channel with the epilogue.
 //
 // Each output is the same multiply-adds over the input channels in order as in conv_fast's
 // GEMM (a * b and b * a are the same float), so the results are the same bits either way.
@@ -46,9 +46,10 @@ bool pointwise_lanes_applies(const ConvParams& p) {
   if (w.strides != std::vector<int64_t>{1, 1} || p.out != p.in) return false;
   const int64_t hw = p.out[0] * p.out[1];
   // Worth it where the positions waste a tenth of the panels, and over enough input channels
-  // to pay for turning each tile around (MobileNetV2's 7x7 and 14x14 planes).
+  // to pay for turning each tile around (MobileNetV2's 7x7 and 14x14 planes; from 64 rather
+  // than 128 channels its 14x14 expansions join, 1-2.5 % faster a pass).
   const double theirs = panel_use(hw, kGemmNR) * panel_use(p.M, kGemmMR);
-  return p.C >= 128 && panel_use(p.M, kPanel) > 1.1 * theirs && 16 * hw < (int64_t{1} << 31);
+  return p.C >= 64 && panel_use(p.M, kPanel) > 1.1 * theirs && 16 * hw < (int64_t{1} << 31);
 #else
   (void)p;
   return false;
@@ -64,6 +65,43 @@ void pack_pointwise_lanes_weights(const float* w, int64_t m, int64_t c, float* o
 #if defined(__AVX512F__)
 
 namespace {
+
+// Transposes 16 rows of 16 floats in registers: v[j] becomes column j (lane i = row i).
+inline void transpose16(__m512 v[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {  // pairs of rows interleaved: [a0 b0 a1 b1 | a4 b4 a5 b5 | ...]
+    t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  auto lo64 = [](__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+  };
+  auto hi64 = [](__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+  };
+  __m512 u[16];
+  for (int i = 0; i < 4; ++i) {  // groups of four rows: u[4i + c] = [a_c b_c c_c d_c | a_c+4 ...]
+    u[4 * i] = lo64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = hi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = lo64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = hi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // 128-bit lanes: w[c] (rows 0-7) = [a..d_c | a..d_c+8 | e..h_c | e..h_c+8], c < 4, and
+  // w[4 + c] the same for c + 4; x[] likewise for rows 8-15.
+  __m512 w[8], x[8];
+  for (int c = 0; c < 4; ++c) {
+    w[c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+    w[4 + c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+    x[c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    x[4 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+  }
+  for (int c = 0; c < 4; ++c) {
+    v[c] = _mm512_shuffle_f32x4(w[c], x[c], 0x88);
+    v[c + 8] = _mm512_shuffle_f32x4(w[c], x[c], 0xdd);
+    v[c + 4] = _mm512_shuffle_f32x4(w[4 + c], x[4 + c], 0x88);
+    v[c + 12] = _mm512_shuffle_f32x4(w[4 + c], x[4 + c], 0xdd);
+  }
+}
 
 // One tile: R positions from x (row stride hw) by the panel's `cols` channels over k input
 // channels, written to y (channel stride hw) with the epilogue.
@@ -83,21 +121,19 @@ void tile(const float* x, int64_t hw, int64_t k, const float* panel, int64_t col
       c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
     }
   }
-  alignas(64) float sums[R * kPanel];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    _mm512_store_ps(sums + r * kPanel, c0[r]);
-    _mm512_store_ps(sums + r * kPanel + 16, c1[r]);
-  }
-  const __m512i rows = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(static_cast<int>(kPanel)));
   const __mmask16 m = lane_mask(R);
   const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
-  for (int64_t j = 0; j < cols; ++j) {
-    const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, sums + j, 4);
-    finish_vector(v, m, bias != nullptr ? bias + j : nullptr,
-                  res != nullptr ? res + j * hw : nullptr, e.act, lo, hi, y + j * hw);
+  for (int half = 0; half < 2 && half * 16 < cols; ++half) {
+    __m512 v[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; ++r) v[r] = r < R ? (half == 0 ? c0[r] : c1[r]) : _mm512_setzero_ps();
+    transpose16(v);  // v[j]: channel half * 16 + j at the tile's positions
+    const int64_t n = std::min<int64_t>(16, cols - half * 16);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t ch = half * 16 + j;
+      finish_vector(v[j], m, bias != nullptr ? bias + ch : nullptr,
+                    res != nullptr ? res + ch * hw : nullptr, e.act, lo, hi, y + ch * hw);
+    }
   }
 }
 
