@@ -1,8 +1,13 @@
 // run_tasks() (src/runtime/cpu/task_pool.h), under the CPU kernels' parallel loops: every task
 // runs exactly once, on up to the threads asked for, from loops in quick succession (helpers
 // that wake late must find the loop over), from loops nested in a task, and from several
-// calling threads at once, each with its own helpers; parallel_for's ranges on it.
+// calling threads at once, each with its own helpers, and in a forked child; parallel_for's
+// ranges on it.
 #include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -103,6 +108,31 @@ TEST(TaskPool, SeveralCallersAtOnce) {
   }
   for (std::thread& t : callers) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// A process forked after this thread's pool started its helpers has none of them: a loop in
+// the child must run (on a new pool) and the child must exit normally, not wait on the
+// parent's helpers.
+TEST(TaskPool, ForkedChildRunsLoopsAndExits) {
+  EXPECT_EQ(run_counted(2, 64), std::vector<int>(64, 1));  // helpers started in this process
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const bool ok = run_counted(2, 64) == std::vector<int>(64, 1) &&
+                    run_counted(3, 5) == std::vector<int>(5, 1);
+    std::exit(ok ? 0 : 1);  // runs this thread's pool destructors
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  for (int waited = 0; waited < 200 && ::waitpid(pid, &status, WNOHANG) == 0; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (::waitpid(pid, &status, WNOHANG) == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL() << "the forked child did not finish in 10 s";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 // parallel_for on the pool: ranges of at least min_per_thread elements, up to four a thread,

@@ -1,9 +1,12 @@
 #include "task_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <climits>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -14,8 +17,21 @@ namespace {
 
 thread_local bool in_task = false;  // this thread is running a task: nested loops run inline
 
+// Forks so far, counted in the child. A forked child has none of its parent's helper threads:
+// a pool made before the fork must neither use them nor stop them (its mutex may have been
+// held by one of them, and its condition variables count them as waiters), so it is set aside
+// whole, never destroyed, and the thread gets a new pool.
+std::atomic<int> forks{0};
+void count_fork() { forks.fetch_add(1, std::memory_order_relaxed); }
+
 class TaskPool {
  public:
+  TaskPool() {
+    static std::once_flag registered;
+    std::call_once(registered, [] { pthread_atfork(nullptr, nullptr, &count_fork); });
+    forks_ = forks.load(std::memory_order_relaxed);
+  }
+
   ~TaskPool() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -24,6 +40,9 @@ class TaskPool {
     wake_.notify_all();
     for (std::thread& t : helpers_) t.join();
   }
+
+  // False in a process forked after the pool was made.
+  bool usable() const { return forks_ == forks.load(std::memory_order_relaxed); }
 
   void run(int threads, int64_t n, void (*task)(void*, int64_t), void* context) {
     const int wanted = static_cast<int>(std::min<int64_t>(threads - 1, n - 1));
@@ -88,6 +107,7 @@ class TaskPool {
     }
   }
 
+  int forks_ = 0;  // forks counted when the pool was made
   std::mutex mutex_;
   std::condition_variable wake_, left_;
   std::vector<std::thread> helpers_;
@@ -102,6 +122,22 @@ class TaskPool {
   std::atomic<int64_t> done_{0};
 };
 
+// Pools made before a fork, in the child: kept, never destroyed (see `forks`).
+std::vector<TaskPool*>& set_aside() {
+  static auto* pools = new std::vector<TaskPool*>;
+  return *pools;
+}
+
+struct PoolDeleter {
+  void operator()(TaskPool* p) const {
+    if (p->usable()) {
+      delete p;
+    } else {
+      set_aside().push_back(p);
+    }
+  }
+};
+
 }  // namespace
 
 void run_tasks(int threads, int64_t n, void (*task)(void*, int64_t), void* context) {
@@ -110,8 +146,9 @@ void run_tasks(int threads, int64_t n, void (*task)(void*, int64_t), void* conte
     for (int64_t i = 0; i < n; ++i) task(context, i);
     return;
   }
-  thread_local TaskPool pool;
-  pool.run(threads, n, task, context);
+  thread_local std::unique_ptr<TaskPool, PoolDeleter> pool;
+  if (!pool || !pool->usable()) pool.reset(new TaskPool);
+  pool->run(threads, n, task, context);
 }
 
 }  // namespace ptq::runtime::cpu

@@ -19,7 +19,8 @@ namespace ptq::runtime::cpu {
 
 // Calls task(context, i) for every i in [0, n) on the calling thread and up to threads - 1
 // helper threads of the calling thread's own pool (started when first needed, stopped when the
-// calling thread ends). Called from inside a task, it runs the loop on that thread alone.
+// calling thread ends; in a process forked since, a new pool). Called from inside a task, it
+// runs the loop on that thread alone.
 void run_tasks(int threads, int64_t n, void (*task)(void*, int64_t), void* context);
 
 // The same for any callable fn(int64_t).
