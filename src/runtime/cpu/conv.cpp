@@ -169,7 +169,7 @@ class ConvKernel final : public Kernel {
     // A wide 1x1 conv may run with its channels in the lanes (pointwise_lanes.cpp) on small
     // planes; which form it packs waits for the first call too.
     lanes_ = w->rank() == 4 && group_ == 1 && w->dim(2) == 1 && w->dim(3) == 1 &&
-             w->dim(1) >= 64;
+             w->dim(1) >= kPointwiseLanesMinChannels;
     if (!winograd_ && !lanes_) packed(*w);
   }
 

@@ -82,6 +82,9 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
 // the GEMM's position panels poorly (7x7, 14x14), computed with the output channels in the
 // vector lanes instead (pointwise_lanes.cpp; AVX-512 only): whether it computes this call.
 bool pointwise_lanes_applies(const ConvParams& p);
+// The fewest input channels it takes (a kernel deciding at preparation which weights to pack
+// ahead checks this too).
+inline constexpr int64_t kPointwiseLanesMinChannels = 64;
 // Floats of its packed weights (W^T, pack_b's panels of output channels), and the packing.
 int64_t pointwise_lanes_weight_floats(int64_t m, int64_t c);
 void pack_pointwise_lanes_weights(const float* w, int64_t m, int64_t c, float* out);

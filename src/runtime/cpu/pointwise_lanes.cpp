@@ -49,7 +49,7 @@ bool pointwise_lanes_applies(const ConvParams& p) {
   // to pay for turning each tile around (MobileNetV2's 7x7 and 14x14 planes; from 64 rather
   // than 128 channels its 14x14 expansions join, 1-2.5 % faster a pass).
   const double theirs = panel_use(hw, kGemmNR) * panel_use(p.M, kGemmMR);
-  return p.C >= 64 && panel_use(p.M, kPanel) > 1.1 * theirs;
+  return p.C >= kPointwiseLanesMinChannels && panel_use(p.M, kPanel) > 1.1 * theirs;
 #else
   (void)p;
   return false;
