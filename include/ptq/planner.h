@@ -13,10 +13,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "ptq/calib_cache.h"
@@ -176,6 +179,27 @@ Expected<std::vector<UnresolvedDim>> unresolved_dims(const ir::Model& model,
 Expected<Plan> plan(const ir::Model& model, const calib::CalibrationTable& table,
                     const PlanOptions& options);
 
+// plan() for many unit selections of one model and table, as a sensitivity sweep makes: the
+// placement rules run once, in create(); each plan() only selects units. `model` and `table`
+// are borrowed and must outlive the planner; plan() may be called from several threads.
+class Planner {
+ public:
+  static Expected<Planner> create(const ir::Model& model, const calib::CalibrationTable& table,
+                                  const PlanOptions& options);
+  // What plan(model, table, options) gives with options' only_units and skip_units replaced.
+  Expected<Plan> plan(const std::vector<std::string>& only_units,
+                      const std::vector<std::string>& skip_units) const;
+
+  Planner(Planner&&) noexcept;
+  Planner& operator=(Planner&&) noexcept;
+  ~Planner();
+
+ private:
+  struct Impl;
+  explicit Planner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 struct QuantizeResult {
   int64_t quantize_nodes = 0;    // QuantizeLinear nodes inserted
   int64_t dequantize_nodes = 0;  // DequantizeLinear nodes inserted
@@ -186,10 +210,40 @@ struct QuantizeResult {
   std::vector<std::string> warnings;
 };
 
+// Weights quantized once for many apply() calls on copies of one model, as a sensitivity
+// sweep's variants are: a float weight that is one of `source`'s initializers (the same bytes
+// in memory, as a borrowing copy holds them) gets its scales and int8 tensor computed once,
+// and every model written holds a view of that tensor. Other weights (a BatchNormalization
+// folded into them, scales widened for a bias) are computed as without a memo. Thread-safe.
+// `source` must outlive the memo, and the memo the models written with it.
+class WeightMemo {
+ public:
+  explicit WeightMemo(const ir::Model& source);
+  // weight_scales(w, axis).
+  std::vector<float> scales(const ir::Tensor& w, int64_t axis);
+  // quantize_weights(w, axis, scales): a view of the memo's tensor where `w` is a source's.
+  ir::Tensor quantized(const ir::Tensor& w, int64_t axis, const std::vector<float>& scales);
+
+ private:
+  struct Entry {
+    const void* data = nullptr;
+    int64_t axis = -1;
+    ir::Shape shape;
+    std::vector<float> scales;
+    ir::Tensor quantized;
+    bool has_quantized = false;
+  };
+  Entry* find(const ir::Tensor& w, int64_t axis);
+  std::unordered_set<const void*> sources_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+};
+
 // Rewrites the model in place as planned: BN folding, Q/DQ insertion (fresh names
 // <t>_QuantizeLinear[_Output], <t>_DequantizeLinear[_Output], <t>_scale, <t>_zero_point,
 // <w>_quantized), int8 weights, opset >= 13, metadata. The model must be the one planned.
-Expected<QuantizeResult> apply(ir::Model& model, const Plan& plan);
+// With `memo`, weights of its source model are quantized once across calls.
+Expected<QuantizeResult> apply(ir::Model& model, const Plan& plan, WeightMemo* memo = nullptr);
 
 // plan() then apply(); with options.requantize, strip_qdq() first.
 Expected<QuantizeResult> quantize(ir::Model& model, const calib::CalibrationTable& table,

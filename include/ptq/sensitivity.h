@@ -158,8 +158,9 @@ struct Cut {
 // `variant` must outlive the result (the subgraph borrows its initializers).
 Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant);
 
-// A copy of `model` whose initializers borrow model's memory (`model` must outlive it). Safe
-// to quantize: the planner replaces initializers, it never writes into one.
+// A copy of `model` whose initializers and node attribute tensors (Constant values) borrow
+// model's memory (`model` must outlive it). Safe to quantize: the planner replaces
+// initializers, it never writes into one.
 ir::Model borrowing_copy(const ir::Model& model);
 // A borrowing copy of `base` with `values` appended to its graph outputs (those that are not
 // already outputs, inputs or initializers): one run of it hands over the values at every cut,

@@ -36,8 +36,8 @@ ir::Tensor scales_tensor(const std::vector<float>& s, bool per_channel) {
 
 class Rewriter {
  public:
-  Rewriter(ir::Model& model, const Plan& plan)
-      : model_(model), g_(model.graph), plan_(plan), names_(model.graph),
+  Rewriter(ir::Model& model, const Plan& plan, WeightMemo* memo)
+      : model_(model), g_(model.graph), plan_(plan), memo_(memo), names_(model.graph),
         dead_(model.graph.nodes.size(), false) {
     for (const ScaleGroup& sg : plan.groups) groups_[sg.name] = &sg;
     for (const TensorPlan& t : plan.tensors) group_of_[t.name] = t.scale_group;
@@ -146,7 +146,7 @@ class Rewriter {
       }
       if (!axis_of.count(name)) {
         axis_of[name] = e.axis;
-        scales_[name] = weight_scales(*w, e.axis);
+        scales_[name] = memo_ ? memo_->scales(*w, e.axis) : weight_scales(*w, e.axis);
       }
     }
     std::vector<const QuantEdge*> biases;
@@ -185,7 +185,8 @@ class Rewriter {
     const std::string scale_name = names_.fresh(name + "_scale");
     const std::string zp_name = names_.fresh(name + "_zero_point");
     const std::string dq_out = names_.fresh(name + "_DequantizeLinear_Output");
-    ir::Tensor q = quantize_weights(w, axis, s);  // before set_initializer moves `w`
+    // Before set_initializer moves `w`.
+    ir::Tensor q = memo_ ? memo_->quantized(w, axis, s) : quantize_weights(w, axis, s);
     g_.set_initializer(scale_name, scales_tensor(s, per_channel));
     g_.set_initializer(zp_name, zeros(ir::DType::kInt8, zp_shape));
     std::vector<ir::Node>& chain = chains_[dq_out];
@@ -293,6 +294,7 @@ class Rewriter {
   ir::Model& model_;
   ir::Graph& g_;
   const Plan& plan_;
+  WeightMemo* memo_;  // null: every weight quantized here
   NameSet names_;
   std::vector<bool> dead_;
   std::set<std::string> replaced_;
@@ -308,8 +310,8 @@ class Rewriter {
 
 }  // namespace
 
-Expected<QuantizeResult> apply(ir::Model& model, const Plan& plan) {
-  Rewriter rewriter(model, plan);
+Expected<QuantizeResult> apply(ir::Model& model, const Plan& plan, WeightMemo* memo) {
+  Rewriter rewriter(model, plan, memo);
   return rewriter.run();
 }
 

@@ -199,34 +199,41 @@ void summarize(const Analysis& a, Plan& p) {
   std::erase_if(p.groups, [](const ScaleGroup& g) { return g.name.empty(); });
 }
 
-}  // namespace
+// Each scale group of the analysis with its range from the table.
+std::map<std::string, ScaleGroup> group_ranges(const Analysis& a, const calib::CalibrationTable& table) {
+  std::map<std::string, ScaleGroup> groups;
+  for (const auto& [name, list] : a.members) groups.emplace(name, group_range(name, list, table));
+  return groups;
+}
 
-Expected<Plan> plan(const ir::Model& model, const calib::CalibrationTable& table,
-                    const PlanOptions& options) {
-  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Analysis> a, analyze(model, options));
-  Marking& m = a->marking;
+// The second step of plan(): the units options.only_units / skip_units select, their ranges
+// checked, gathered into a Plan. Reads the analysis without changing it.
+Expected<Plan> select(const Analysis& a, const ir::Model& model,
+                      const std::map<std::string, ScaleGroup>& groups, const PlanOptions& options) {
+  const Marking& m = a.marking;
   PTQ_RETURN_IF_ERROR(check_unit_names(m.units, options));
-
   Plan p;
   p.options = options;
   p.node_count = model.graph.nodes.size();
   p.warnings = m.warnings;
-  std::map<std::string, ScaleGroup> groups;
-  for (const auto& [name, list] : a->members) groups.emplace(name, group_range(name, list, table));
-  auto has_range = [&](const std::string& t) { return groups.at(a->group_of.at(t)).has_range; };
+  std::vector<NodePlan> nodes = m.nodes;
+  std::vector<Unit> units = m.units;
+  auto has_range = [&](const std::string& t) { return groups.at(a.group_of.at(t)).has_range; };
 
   std::set<std::string> dropped;
   std::set<std::string> float_tensors;
   const std::set<std::string> only(options.only_units.begin(), options.only_units.end());
   const std::set<std::string> skip(options.skip_units.begin(), options.skip_units.end());
-  for (Unit& u : m.units) {
-    NodePlan& node = m.nodes[u.anchor];
+  for (const Unit& u : units) {
+    NodePlan& node = nodes[u.anchor];
     if ((!only.empty() && !only.count(u.name)) || skip.count(u.name)) {
       dropped.insert(u.name);
       node.reason = "unit not selected (only_units / skip_units)";
       continue;
     }
-    for (size_t e : m.required[u.name]) {
+    const auto required = m.required.find(u.name);
+    if (required == m.required.end()) continue;
+    for (size_t e : required->second) {
       const std::string& t = m.edges[e].tensor;
       if (has_range(t)) continue;
       float_tensors.insert(t);
@@ -238,7 +245,7 @@ Expected<Plan> plan(const ir::Model& model, const calib::CalibrationTable& table
   if (options.require_shapes) {
     // Only a node that stays quantized after unit selection and range checks needs its dims.
     for (const UnresolvedDim& d : m.unresolved) {
-      if (!dropped.count(m.nodes[d.node].unit)) return unresolved_error(a->view, options, d);
+      if (!dropped.count(nodes[d.node].unit)) return unresolved_error(a.view, options, d);
     }
   }
   for (QuantEdge e : m.edges) {
@@ -250,15 +257,15 @@ Expected<Plan> plan(const ir::Model& model, const calib::CalibrationTable& table
     }
     for (const std::string& u : e.units) {
       const Unit* unit = nullptr;
-      for (const Unit& cand : m.units) {
+      for (const Unit& cand : units) {
         if (cand.name == u) unit = &cand;
       }
-      if (unit && unit->anchor == e.node) m.nodes[e.node].quantized = true;
+      if (unit && unit->anchor == e.node) nodes[e.node].quantized = true;
     }
     p.edges.push_back(std::move(e));
   }
   settle_weight_axes(p.edges, p.warnings);
-  for (Unit& u : m.units) {
+  for (Unit& u : units) {
     std::set<std::string> ts;
     for (const QuantEdge& e : m.edges) {
       if (std::find(e.units.begin(), e.units.end(), u.name) != e.units.end()) ts.insert(e.tensor);
@@ -266,17 +273,55 @@ Expected<Plan> plan(const ir::Model& model, const calib::CalibrationTable& table
     u.tensors.assign(ts.begin(), ts.end());
   }
   for (size_t c = 0; c < m.bn_of_conv.size(); ++c) {
-    if (m.bn_of_conv[c] < 0 || !m.nodes[c].quantized || !options.fold_batchnorm) continue;
+    if (m.bn_of_conv[c] < 0 || !nodes[c].quantized || !options.fold_batchnorm) continue;
     const size_t bn = static_cast<size_t>(m.bn_of_conv[c]);
     p.folds.push_back({c, bn});
-    m.nodes[bn].reason = fmt::format("folded into {}", model.graph.nodes[c].label());
+    nodes[bn].reason = fmt::format("folded into {}", model.graph.nodes[c].label());
   }
-  for (auto& [name, g] : groups) p.groups.push_back(std::move(g));
-  p.nodes = std::move(m.nodes);
-  p.units = std::move(m.units);
+  for (const auto& [name, g] : groups) p.groups.push_back(g);
+  p.nodes = std::move(nodes);
+  p.units = std::move(units);
   p.float_tensors.assign(float_tensors.begin(), float_tensors.end());
-  summarize(*a, p);
+  summarize(a, p);
   return p;
+}
+
+}  // namespace
+
+Expected<Plan> plan(const ir::Model& model, const calib::CalibrationTable& table,
+                    const PlanOptions& options) {
+  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Analysis> a, analyze(model, options));
+  return select(*a, model, group_ranges(*a, table), options);
+}
+
+struct Planner::Impl {
+  Impl(const ir::Model& m, PlanOptions o) : model(m), options(std::move(o)) {}
+  const ir::Model& model;
+  PlanOptions options;  // the analysis refers to these
+  std::unique_ptr<Analysis> analysis;
+  std::map<std::string, ScaleGroup> groups;
+};
+
+Planner::Planner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Planner::Planner(Planner&&) noexcept = default;
+Planner& Planner::operator=(Planner&&) noexcept = default;
+Planner::~Planner() = default;
+
+Expected<Planner> Planner::create(const ir::Model& model, const calib::CalibrationTable& table,
+                                  const PlanOptions& options) {
+  auto impl = std::make_unique<Impl>(model, options);
+  PTQ_ASSIGN_OR_RETURN(impl->analysis, analyze(model, impl->options));
+  impl->groups = group_ranges(*impl->analysis, table);
+  return Planner(std::move(impl));
+}
+
+Expected<Plan> Planner::plan(const std::vector<std::string>& only_units,
+                             const std::vector<std::string>& skip_units) const {
+  PlanOptions o = impl_->options;
+  o.only_units = only_units;
+  o.skip_units = skip_units;
+  PTQ_RETURN_IF_ERROR(o.validate());
+  return select(*impl_->analysis, impl_->model, impl_->groups, o);
 }
 
 Expected<std::vector<std::string>> quantizable_activations(const ir::Model& model,

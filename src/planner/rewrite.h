@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "ptq/planner.h"
@@ -18,7 +19,7 @@ class NameSet {
   std::string fresh(const std::string& base);
 
  private:
-  std::set<std::string, std::less<>> used_;
+  std::unordered_set<std::string> used_;
 };
 
 // The constant value of `name` (initializer or Constant node 'value'), or null.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 namespace ptq::sensitivity {
 
@@ -9,18 +10,37 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-// Known dims of a value (unknown ones as 1); nullopt when its rank is unknown.
-std::optional<Dims> dims_of(const ir::Graph& g, const ir::Graph& types, const std::string& name) {
-  if (const ir::Tensor* t = g.initializer(name)) return t->shape();
-  const ir::ValueInfo* vi = g.find_value_info(name);
-  if (vi == nullptr || !vi->type.has_shape()) vi = types.find_value_info(name);
-  if (vi == nullptr || !vi->type.has_shape()) return std::nullopt;
-  Dims d;
-  for (const ir::Dim& x : *vi->type.dims) {
-    d.push_back(x.known() ? std::max<int64_t>(x.value, 1) : 1);
+// What a part's values look like: initializers, shapes seen in a run, declarations, and the
+// shapes of node outputs derived so far from their first inputs.
+struct Shapes {
+  const ir::Graph& g;
+  const ir::Graph& types;
+  const SeenShapes& seen;
+  std::unordered_map<std::string, Dims> derived;
+
+  // Known dims of a value (unknown ones as 1); nullopt when its rank is unknown.
+  std::optional<Dims> of(const std::string& name) const {
+    if (const ir::Tensor* t = g.initializer(name)) return t->shape();
+    if (auto it = seen.find(name); it != seen.end()) return it->second;
+    if (auto it = derived.find(name); it != derived.end()) return it->second;
+    const ir::ValueInfo* vi = g.find_value_info(name);
+    if (vi == nullptr || !vi->type.has_shape()) vi = types.find_value_info(name);
+    if (vi == nullptr || !vi->type.has_shape()) return std::nullopt;
+    Dims d;
+    for (const ir::Dim& x : *vi->type.dims) {
+      d.push_back(x.known() ? std::max<int64_t>(x.value, 1) : 1);
+    }
+    return d;
   }
-  return d;
-}
+
+  // The dims of a node's first output, or (unknown) those of its first input, remembered.
+  std::optional<Dims> output_of(const ir::Node& n) {
+    std::optional<Dims> d = of(n.outputs.front());
+    if (!d && !n.inputs.empty() && !n.inputs.front().empty()) d = of(n.inputs.front());
+    if (d) derived[n.outputs.front()] = *d;
+    return d;
+  }
+};
 
 double product(const std::optional<Dims>& d, size_t from = 0) {
   double n = 1.0;
@@ -30,10 +50,8 @@ double product(const std::optional<Dims>& d, size_t from = 0) {
 }
 
 // Multiply-adds per output element of a weighted node; 1 for any other.
-double per_output(const ir::Node& n, const ir::Graph& g, const ir::Graph& types) {
-  auto in = [&](size_t i) {
-    return i < n.inputs.size() ? dims_of(g, types, n.inputs[i]) : std::nullopt;
-  };
+double per_output(const ir::Node& n, const Shapes& shapes) {
+  auto in = [&](size_t i) { return i < n.inputs.size() ? shapes.of(n.inputs[i]) : std::nullopt; };
   if (n.op_type == "Conv") {
     const auto w = in(1);  // [M, C / group, k...]: C / group * k... per output
     return w && !w->empty() ? product(w, 1) : 1.0;
@@ -57,12 +75,27 @@ double per_output(const ir::Node& n, const ir::Graph& g, const ir::Graph& types)
 
 }  // namespace
 
-double estimated_cost(const ir::Model& part, const ir::Graph& types) {
-  const ir::Graph& g = part.graph;
+std::vector<std::string> ShapeRecorder::wanted(const ir::Graph& graph) {
+  std::vector<std::string> names;
+  for (const ir::Node& n : graph.nodes) {
+    for (const std::string& out : n.outputs) {
+      if (!out.empty()) names.push_back(out);
+    }
+  }
+  return names;
+}
+
+Status ShapeRecorder::observe(const runtime::ObservedTensor& tensor) {
+  seen_[tensor.name] = tensor.shape;
+  return Status::ok();
+}
+
+double estimated_cost(const ir::Model& part, const ir::Graph& types, const SeenShapes& seen) {
+  Shapes shapes{part.graph, types, seen, {}};
   double total = 0.0;
-  for (const ir::Node& n : g.nodes) {
+  for (const ir::Node& n : part.graph.nodes) {
     if (n.outputs.empty() || n.outputs.front().empty()) continue;
-    total += product(dims_of(g, types, n.outputs.front())) * per_output(n, g, types);
+    total += product(shapes.output_of(n)) * per_output(n, shapes);
   }
   return total;
 }

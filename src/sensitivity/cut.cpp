@@ -1,6 +1,7 @@
 // make_cut(): the subgraph of a variant that differs from its base model. Quantizing one unit
 // adds Q/DQ on its inputs and changes its weights; every value upstream keeps the base's bytes,
 // so those nodes need not run again: their outputs at the cut are taken from the base run.
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,8 +12,24 @@ namespace ptq::sensitivity {
 
 namespace {
 
+// A graph's initializers by name (Graph::initializer() looks through them all each time).
+class Initializers {
+ public:
+  explicit Initializers(const ir::Graph& g) {
+    for (const ir::Initializer& i : g.initializers()) map_.emplace(i.name, &i.tensor);
+  }
+  const ir::Tensor* find(const std::string& name) const {
+    auto it = map_.find(name);
+    return it == map_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::unordered_map<std::string_view, const ir::Tensor*> map_;
+};
+
 // Same op on the same values with the same attributes and the same constant inputs.
-bool same_node(const ir::Node& v, const ir::Model& variant, const ir::Node& b, const ir::Model& base) {
+bool same_node(const ir::Node& v, const Initializers& variant, const ir::Node& b,
+               const Initializers& base) {
   if (v.op_type != b.op_type || v.domain != b.domain || v.inputs != b.inputs ||
       v.outputs != b.outputs || v.attributes.size() != b.attributes.size()) {
     return false;
@@ -22,8 +39,8 @@ bool same_node(const ir::Node& v, const ir::Model& variant, const ir::Node& b, c
   }
   for (const std::string& in : v.inputs) {
     if (in.empty()) continue;
-    const ir::Tensor* vi = variant.graph.initializer(in);
-    const ir::Tensor* bi = base.graph.initializer(in);
+    const ir::Tensor* vi = variant.find(in);
+    const ir::Tensor* bi = base.find(in);
     if ((vi == nullptr) != (bi == nullptr)) return false;
     if (vi != nullptr && !same_tensor(*vi, *bi)) return false;
   }
@@ -80,6 +97,7 @@ void add_shape_producers(const ir::Graph& g, const std::unordered_set<std::strin
 
 Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
   const ir::GraphIndex base_index(base.graph);
+  const Initializers base_inits(base.graph), variant_inits(variant.graph);
   PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(variant.graph));
 
   std::unordered_set<std::string> changed;  // values that differ from the base's
@@ -89,7 +107,8 @@ Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
     bool same = false;
     if (!v.outputs.empty()) {
       const int64_t b = base_index.producer(v.outputs.front());
-      same = b >= 0 && same_node(v, variant, base.graph.nodes[static_cast<size_t>(b)], base);
+      same = b >= 0 &&
+             same_node(v, variant_inits, base.graph.nodes[static_cast<size_t>(b)], base_inits);
     }
     for (const std::string& in : v.inputs) same = same && !changed.contains(in);
     if (same) continue;
@@ -113,7 +132,7 @@ Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
     const ir::Node& v = variant.graph.nodes[n];
     for (const std::string& in : v.inputs) {
       if (in.empty() || produced.contains(in) || !seen.insert(in).second) continue;
-      if (const ir::Tensor* t = variant.graph.initializer(in)) {
+      if (const ir::Tensor* t = variant_inits.find(in)) {
         cut.sub.graph.set_initializer(in, t->view());
         continue;
       }
@@ -143,6 +162,16 @@ ir::Model borrowing_copy(const ir::Model& model) {
   std::vector<ir::Initializer>& inits = copy.graph.mutable_initializers();
   for (size_t i = 0; i < inits.size(); ++i) {
     inits[i].tensor = model.graph.initializers()[i].tensor.view();
+  }
+  // Constant nodes' tensors too: copies of the copy then share them, and the folder and the
+  // cut recognise them by address instead of comparing their bytes.
+  for (size_t n = 0; n < copy.graph.nodes.size(); ++n) {
+    std::vector<ir::Attribute>& attrs = copy.graph.nodes[n].attributes;
+    for (size_t a = 0; a < attrs.size(); ++a) {
+      const ir::Attribute& from = model.graph.nodes[n].attributes[a];
+      attrs[a].t = from.t.view();
+      for (size_t i = 0; i < attrs[a].tensors.size(); ++i) attrs[a].tensors[i] = from.tensors[i].view();
+    }
   }
   return copy;
 }

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -24,8 +26,8 @@ namespace ptq::sensitivity {
 namespace {
 
 struct Job {
-  std::string name;            // the unit's ("" for the fully quantized model)
-  planner::PlanOptions plan;   // what the variant quantizes
+  std::string name;                      // the unit's ("" for the fully quantized model)
+  std::vector<std::string> only, skip;   // the units the variant quantizes, or leaves float
   std::unique_ptr<ir::Model> variant;  // stable address: the cut borrows its initializers
   std::optional<Cut> cut;
   double cost = 0.0;  // estimated_cost() of the part
@@ -39,17 +41,11 @@ struct Job {
 // Jobs whose parts run merged on one executor (one group per worker).
 struct Group {
   std::vector<size_t> jobs;
+  bool runs_base = false;  // its worker then runs the base on the next batch
   Merged merged;
   std::unique_ptr<runtime::Executor> exec;
   Status status;
 };
-
-planner::PlanOptions unit_options(planner::PlanOptions p, Mode mode, const std::string& unit) {
-  p.only_units.clear();
-  p.skip_units.clear();
-  (mode == Mode::kOnly ? p.only_units : p.skip_units).push_back(unit);
-  return p;
-}
 
 // `model` quantized per `plan`. Given a borrowing copy of the float model, the float weights the
 // planner leaves alone stay borrowed, so a sweep holds one copy of them, not one per unit.
@@ -61,6 +57,23 @@ Expected<ir::Model> quantized_copy(const ir::Model& model, const calib::Calibrat
   return m;
 }
 
+// What a sweep's variants are made from: the planner's analysis and the weights quantized once.
+struct Quantizer {
+  const planner::Planner& planner;
+  planner::WeightMemo& weights;
+};
+
+// The same for the planner's model, with the units `only` and `skip` select.
+Expected<ir::Model> quantized_copy(const ir::Model& model, const Quantizer& q,
+                                   const std::vector<std::string>& only,
+                                   const std::vector<std::string>& skip) {
+  PTQ_ASSIGN_OR_RETURN(planner::Plan plan, q.planner.plan(only, skip));
+  ir::Model m = model;
+  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult r, planner::apply(m, plan, &q.weights));
+  (void)r;
+  return m;
+}
+
 // One run of the base model: its own outputs and the values at the cuts, by name.
 struct BaseRun {
   runtime::NamedTensors outputs;                       // the base model's graph outputs
@@ -68,14 +81,37 @@ struct BaseRun {
 };
 
 Expected<BaseRun> run_base(runtime::Executor& exec, size_t base_outputs,
-                           const runtime::NamedTensors& inputs) {
-  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors all, exec.run(inputs));
+                           const runtime::NamedTensors& inputs,
+                           std::span<runtime::Observer* const> observers = {}) {
+  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors all, exec.run(inputs, observers));
   BaseRun r;
   for (size_t i = 0; i < all.size(); ++i) {
     if (i < base_outputs) r.outputs.push_back(std::move(all[i]));
     else r.values.emplace(std::move(all[i].first), std::move(all[i].second));
   }
   return r;
+}
+
+// The base's executor (null without reuse) and how many of its outputs are its model's own.
+struct BaseExec {
+  runtime::Executor* exec = nullptr;
+  size_t outputs = 0;
+};
+
+// One batch's inputs and, with a base, its base run.
+struct Fed {
+  runtime::NamedTensors inputs;
+  BaseRun base;
+};
+
+Expected<Fed> feed(const Evaluator& ev, const BaseExec& base, int64_t batch,
+                   std::span<runtime::Observer* const> observers = {}) {
+  Fed f;
+  PTQ_ASSIGN_OR_RETURN(f.inputs, ev.data().batch(batch));
+  if (base.exec != nullptr) {
+    PTQ_ASSIGN_OR_RETURN(f.base, run_base(*base.exec, base.outputs, f.inputs, observers));
+  }
+  return f;
 }
 
 const ir::Tensor* find_named(const runtime::NamedTensors& list, const std::string& name) {
@@ -117,12 +153,13 @@ Expected<runtime::NamedTensors> variant_outputs(const Job& job, std::vector<ir::
 // Runs a group on one batch and adds each job's outputs to its tally.
 Status run_group(Group& g, std::vector<Job>& jobs, const Evaluator& ev, int64_t batch,
                  const runtime::NamedTensors& inputs, const BaseRun& base) {
-  runtime::NamedTensors feed;
+  if (g.jobs.empty()) return Status::ok();  // a worker that only runs the base
+  runtime::NamedTensors given;
   for (const ir::ValueInfo& v : g.merged.model.graph.inputs) {
     PTQ_ASSIGN_OR_RETURN(ir::Tensor t, fed_value(v.name, inputs, base));
-    feed.emplace_back(v.name, std::move(t));
+    given.emplace_back(v.name, std::move(t));
   }
-  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors all, g.exec->run(feed));
+  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors all, g.exec->run(given));
   for (size_t k = 0; k < g.jobs.size(); ++k) {
     Job& job = jobs[g.jobs[k]];
     std::vector<ir::Tensor> part_out;
@@ -135,8 +172,8 @@ Status run_group(Group& g, std::vector<Job>& jobs, const Evaluator& ev, int64_t 
 
 // The variant's constant nodes are folded (as the base's are) before the cut.
 Status prepare_job(Job& job, const ir::Model& borrowed, const ir::Model& base,
-                   const calib::CalibrationTable& table, bool reuse, ConstantFolder& folder) {
-  PTQ_ASSIGN_OR_RETURN(ir::Model v, quantized_copy(borrowed, table, job.plan));
+                   const Quantizer& quantizer, bool reuse, ConstantFolder& folder) {
+  PTQ_ASSIGN_OR_RETURN(ir::Model v, quantized_copy(borrowed, quantizer, job.only, job.skip));
   job.variant = std::make_unique<ir::Model>(std::move(v));
   PTQ_RETURN_IF_ERROR(folder.fold(*job.variant).status());
   if (reuse) {
@@ -144,11 +181,11 @@ Status prepare_job(Job& job, const ir::Model& borrowed, const ir::Model& base,
     auto cut = make_cut(base, *job.variant);
     if (cut && cut->nodes > 0) job.cut = std::move(*cut);
   }
-  job.cost = estimated_cost(job.part(), job.variant->graph);
   return Status::ok();
 }
 
 Status prepare_group(Group& g, const std::vector<Job>& jobs, const Evaluator& ev, int threads) {
+  if (g.jobs.empty()) return Status::ok();
   std::vector<const ir::Model*> parts;
   for (size_t j : g.jobs) parts.push_back(&jobs[j].part());
   PTQ_ASSIGN_OR_RETURN(g.merged, merge_models(parts));
@@ -191,26 +228,72 @@ Status with_unit(const Job& job) {
   return Status(job.status.code(), what + ": " + job.status.message());
 }
 
+// What runs batch by batch.
+struct Batches {
+  std::vector<Group>& groups;
+  std::vector<Job>& jobs;
+  const Evaluator& ev;
+  int parallel;
+  BaseExec base;
+};
+
+// Every batch through the groups, `first` (batch 0) fed already. The worker whose group
+// carries the base feeds batch b + 1 once its parts of batch b are done, so the base's pass
+// overlaps the other workers' parts instead of holding them all up. With `quantized`, the
+// base's outputs are scored into it. `done(b)` follows each batch.
+Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
+                   const std::function<void(int64_t)>& done) {
+  Fed current = std::move(first);
+  for (int64_t b = 0; b < r.ev.num_batches(); ++b) {
+    if (quantized != nullptr) PTQ_RETURN_IF_ERROR(quantized->add(r.ev, b, current.base.outputs));
+    const bool more = b + 1 < r.ev.num_batches();
+    Expected<Fed> next = Fed{};
+    parallel_for(r.groups.size(), r.parallel, [&](size_t i) {
+      Group& g = r.groups[i];
+      g.status = run_group(g, r.jobs, r.ev, b, current.inputs, current.base);
+      if (g.runs_base && more) next = feed(r.ev, r.base, b + 1);
+    });
+    for (const Group& g : r.groups) PTQ_RETURN_IF_ERROR(g.status);
+    for (const Job& job : r.jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
+    if (!next) return next.status();
+    done(b);
+    current = std::move(*next);
+  }
+  return Status::ok();
+}
+
 // One job per unit, then (unless the base run scores it) one for the fully quantized model.
 std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o, bool base_is_quantized) {
   std::vector<Job> jobs(plan.units.size() + (base_is_quantized ? 0 : 1));
   for (size_t i = 0; i < plan.units.size(); ++i) {
     jobs[i].name = plan.units[i].name;
-    jobs[i].plan = unit_options(o.plan, o.mode, plan.units[i].name);
+    (o.mode == Mode::kOnly ? jobs[i].only : jobs[i].skip).push_back(plan.units[i].name);
   }
-  if (!base_is_quantized) jobs.back().plan = o.plan;
+  if (!base_is_quantized) {
+    jobs.back().only = o.plan.only_units;
+    jobs.back().skip = o.plan.skip_units;
+  }
   return jobs;
 }
 
+size_t group_count(size_t jobs, int workers) {
+  return std::min(jobs, static_cast<size_t>(std::max(1, workers)));
+}
+
 // `workers` groups of jobs, balanced by their parts' estimated costs: the costliest part first,
-// each to the group with the least cost so far (ties: the first).
-std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers) {
-  std::vector<Group> groups(std::min(jobs.size(), static_cast<size_t>(std::max(1, workers))));
+// each to the group with the least cost so far (ties: the first). The first group also runs
+// the base (cost `base_cost`, 0 for none) once its parts are done.
+std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers, double base_cost) {
+  std::vector<Group> groups(group_count(jobs.size(), workers));
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return jobs[a].cost > jobs[b].cost; });
   std::vector<double> load(groups.size(), 0.0);
+  if (!groups.empty()) {
+    groups[0].runs_base = true;
+    load[0] = base_cost;
+  }
   for (size_t j : order) {
     const auto least = std::min_element(load.begin(), load.end());
     const size_t g = static_cast<size_t>(least - load.begin());
@@ -258,15 +341,21 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   SweepResult result;
   result.mode = o.mode;
   result.float_score = ev.float_score();
-  PTQ_ASSIGN_OR_RETURN(planner::Plan plan, planner::plan(ev.model(), table, o.plan));
   const ir::Model borrowed = borrowing_copy(ev.model());
+  // The placement rules run once, and each weight is quantized once; each variant only selects
+  // its units.
+  PTQ_ASSIGN_OR_RETURN(planner::Planner planner, planner::Planner::create(borrowed, table, o.plan));
+  PTQ_ASSIGN_OR_RETURN(planner::Plan plan, planner.plan(o.plan.only_units, o.plan.skip_units));
+  planner::WeightMemo weights(ev.model());  // outlives the variants, which hold views of it
+  const Quantizer quantizer{planner, weights};
   // The base of the cuts: the float model, or (all-but) the fully quantized one, whose run
   // then also scores it; otherwise the fully quantized model is one more job. The base and
   // every variant run with their constants folded (fold.h), with reuse or without.
   ConstantFolder folder([&ev](const ir::Model& m, int threads) { return ev.make_executor(m, threads); });
   std::optional<ir::Model> own_base;
   if (o.mode == Mode::kAllBut) {
-    PTQ_ASSIGN_OR_RETURN(own_base, quantized_copy(borrowed, table, o.plan));
+    PTQ_ASSIGN_OR_RETURN(own_base,
+                         quantized_copy(borrowed, quantizer, o.plan.only_units, o.plan.skip_units));
   } else if (o.reuse) {
     own_base = borrowing_copy(ev.model());
   }
@@ -278,39 +367,39 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   const int parallel = o.parallel > 0 ? o.parallel : auto_parallel(ev, jobs.size());
   // Preparing a variant (quantize, fold, cut) is independent of the others: all threads do it.
   parallel_for(jobs.size(), std::max(parallel, ev.threads()), [&](size_t i) {
-    jobs[i].status = prepare_job(jobs[i], borrowed, base, table, o.reuse, folder);
+    jobs[i].status = prepare_job(jobs[i], borrowed, base, quantizer, o.reuse, folder);
   });
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
-  std::vector<Group> groups = make_groups(jobs, parallel);
-  const int threads = std::max(1, ev.threads() / std::max(1, static_cast<int>(groups.size())));
+  // Each worker runs its group on a share of the threads, the base included (make_groups).
+  const int threads = std::max(1, ev.threads() / static_cast<int>(group_count(jobs.size(), parallel)));
+  // The base runs once per batch and hands over the values at every cut. Its first run also
+  // shows the shapes the parts' costs are estimated from (cost.h), which decide the groups.
+  std::optional<ir::Model> tapped;  // outlives base_exec, which borrows it
+  std::unique_ptr<runtime::Executor> base_exec;
+  if (o.reuse) {
+    tapped = with_outputs(base, cut_values(jobs));
+    PTQ_ASSIGN_OR_RETURN(base_exec, ev.make_executor(*tapped, threads));
+  }
+  const BaseExec base_run{base_exec.get(), base.graph.outputs.size()};
+  ShapeRecorder recorder;
+  runtime::Observer* observers[] = {&recorder};
+  PTQ_ASSIGN_OR_RETURN(Fed first, feed(ev, base_run, 0, observers));
+  const SeenShapes seen = recorder.take();
+  for (Job& job : jobs) job.cost = estimated_cost(job.part(), job.variant->graph, seen);
+  const double base_cost = base_exec ? estimated_cost(base, base.graph, seen) : 0.0;
+  std::vector<Group> groups = make_groups(jobs, parallel, base_cost);
   parallel_for(groups.size(), parallel, [&](size_t i) {
     groups[i].status = prepare_group(groups[i], jobs, ev, threads);
   });
   for (const Group& g : groups) PTQ_RETURN_IF_ERROR(g.status);
 
-  // The base runs once per batch and hands over the values at every cut.
-  std::optional<ir::Model> tapped;  // outlives base_exec, which borrows it
-  std::unique_ptr<runtime::Executor> base_exec;
-  if (o.reuse) {
-    tapped = with_outputs(base, cut_values(jobs));
-    PTQ_ASSIGN_OR_RETURN(base_exec, ev.make_executor(*tapped, ev.threads()));
-  }
   Evaluator::Tally quantized_tally;
-  const int64_t total = ev.num_batches() * static_cast<int64_t>(plan.units.size());
-  for (int64_t b = 0; b < ev.num_batches(); ++b) {
-    PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors inputs, ev.data().batch(b));
-    BaseRun base_run;
-    if (base_exec) {
-      PTQ_ASSIGN_OR_RETURN(base_run, run_base(*base_exec, base.graph.outputs.size(), inputs));
-    }
-    if (base_scores_quantized) PTQ_RETURN_IF_ERROR(quantized_tally.add(ev, b, base_run.outputs));
-    parallel_for(groups.size(), parallel, [&](size_t i) {
-      groups[i].status = run_group(groups[i], jobs, ev, b, inputs, base_run);
-    });
-    for (const Group& g : groups) PTQ_RETURN_IF_ERROR(g.status);
-    for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
-    if (o.progress) o.progress((b + 1) * static_cast<int64_t>(plan.units.size()), total);
-  }
+  const int64_t units = static_cast<int64_t>(plan.units.size());
+  PTQ_RETURN_IF_ERROR(run_batches({groups, jobs, ev, parallel, base_run}, std::move(first),
+                                  base_scores_quantized ? &quantized_tally : nullptr,
+                                  [&](int64_t b) {
+                                    if (o.progress) o.progress((b + 1) * units, ev.num_batches() * units);
+                                  }));
   result.quantized_score = base_scores_quantized ? quantized_tally.score(ev) : jobs.back().tally.score(ev);
   for (size_t i = 0; i < plan.units.size(); ++i) {
     LayerResult l;

@@ -1,4 +1,6 @@
 // Options, exclusions, units, missing ranges, already-quantized models, opset, ORT target.
+#include <tuple>
+
 #include "builder.h"
 
 namespace ptq::planner::testing {
@@ -91,6 +93,68 @@ TEST(Options, UnitsCanBeQuantizedOneAtATime) {
   EXPECT_FALSE(p->node("conv2")->quantized);
   EXPECT_TRUE(p->node("conv3")->quantized);
   EXPECT_FALSE(p->node("gap")->quantized);
+}
+
+void expect_same_plan(const Plan& a, const Plan& b) {
+  ASSERT_EQ(a.edges.size(), b.edges.size());
+  for (size_t i = 0; i < a.edges.size(); ++i) {
+    const QuantEdge &x = a.edges[i], &y = b.edges[i];
+    EXPECT_EQ(std::tie(x.node, x.input, x.tensor, x.role, x.axis, x.units),
+              std::tie(y.node, y.input, y.tensor, y.role, y.axis, y.units));
+  }
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_EQ(a.nodes[i].quantized, b.nodes[i].quantized) << a.nodes[i].name;
+    EXPECT_EQ(a.nodes[i].reason, b.nodes[i].reason) << a.nodes[i].name;
+  }
+  ASSERT_EQ(a.units.size(), b.units.size());
+  for (size_t i = 0; i < a.units.size(); ++i) EXPECT_EQ(a.units[i].tensors, b.units[i].tensors);
+  ASSERT_EQ(a.groups.size(), b.groups.size());
+  for (size_t i = 0; i < a.groups.size(); ++i) {
+    EXPECT_EQ(a.groups[i].name, b.groups[i].name);
+    EXPECT_EQ(a.groups[i].range.amax, b.groups[i].range.amax);
+  }
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) EXPECT_EQ(a.tensors[i].name, b.tensors[i].name);
+  EXPECT_EQ(a.folds.size(), b.folds.size());
+  EXPECT_EQ(a.float_tensors, b.float_tensors);
+  EXPECT_EQ(a.options.only_units, b.options.only_units);
+  EXPECT_EQ(a.options.skip_units, b.options.skip_units);
+}
+
+// A Planner analyses once and selects per call: each selection must plan as plan() does,
+// including a unit left float for want of a range (r1) and an exclusion (fc).
+TEST(Options, PlannerSelectsUnitsAsPlanDoes) {
+  Builder b = chain();
+  const calib::CalibrationTable table = b.table({"r1"});
+  PlanOptions base;
+  base.exclude_op_types = {"Gemm"};
+  auto planner = Planner::create(b.model, table, base);
+  ASSERT_TRUE(planner.has_value()) << planner.status().message();
+  const std::vector<std::string> names = {"conv1", "conv2", "conv3", "fc", "gap"};
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> selections = {{{}, {}}};
+  for (const std::string& n : names) {
+    selections.push_back({{n}, {}});
+    selections.push_back({{}, {n}});
+  }
+  selections.push_back({{"conv2", "conv3"}, {"conv3"}});
+  for (const auto& [only, skip] : selections) {
+    PlanOptions o = base;
+    o.only_units = only;
+    o.skip_units = skip;
+    auto want = plan(b.model, table, o);
+    auto got = planner->plan(only, skip);
+    SCOPED_TRACE(::testing::PrintToString(only) + " / " + ::testing::PrintToString(skip));
+    ASSERT_EQ(want.has_value(), got.has_value());
+    if (want.has_value()) {
+      expect_same_plan(*got, *want);
+    } else {
+      EXPECT_EQ(got.status().message(), want.status().message());
+    }
+  }
+  auto bad = planner->plan({"conv9"}, {});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("did you mean"), std::string::npos);
 }
 
 TEST(Options, QuantizableActivationsIncludeGroups) {
