@@ -186,6 +186,12 @@ struct SweepOptions {
   // quarter of the machine's memory (auto_parallel); for executors on a GPU, set 1 (each
   // worker's executor would hold a device context of its own).
   int parallel = 0;
+  // With reuse and several workers: whether the base's run on the next batch overlaps this
+  // batch's cuts (one worker runs it after fewer cuts) or runs alone between batches. kAuto
+  // overlaps when the evaluator's FP32 pass kept its threads less than 85 % busy (a pass that
+  // keeps them busy runs faster alone than beside the cuts). Scores never depend on it.
+  enum class BaseOverlap { kAuto, kOff, kOn };
+  BaseOverlap overlap = BaseOverlap::kAuto;
   // Called with (work items done, total) after each eval batch, a work item being one unit on
   // one batch; on the calling thread.
   std::function<void(int64_t, int64_t)> progress;

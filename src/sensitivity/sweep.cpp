@@ -239,8 +239,9 @@ struct Batches {
 
 // Every batch through the groups, `first` (batch 0) fed already. The worker whose group
 // carries the base feeds batch b + 1 once its parts of batch b are done, so the base's pass
-// overlaps the other workers' parts instead of holding them all up. With `quantized`, the
-// base's outputs are scored into it. `done(b)` follows each batch.
+// overlaps the other workers' parts instead of holding them all up; with no such group, batch
+// b + 1 is fed after them. With `quantized`, the base's outputs are scored into it. `done(b)`
+// follows each batch.
 Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
                    const std::function<void(int64_t)>& done) {
   Fed current = std::move(first);
@@ -255,6 +256,9 @@ Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
     });
     for (const Group& g : r.groups) PTQ_RETURN_IF_ERROR(g.status);
     for (const Job& job : r.jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
+    const bool overlapped = std::any_of(r.groups.begin(), r.groups.end(),
+                                        [](const Group& g) { return g.runs_base; });
+    if (more && !overlapped) next = feed(r.ev, r.base, b + 1);
     if (!next) return next.status();
     done(b);
     current = std::move(*next);
@@ -276,13 +280,27 @@ std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o, boo
   return jobs;
 }
 
+// Whether the base's pass overlaps the workers' cuts (run_batches). It pays when the pass
+// leaves its threads idle much of the time (a small transformer: an FP32 pass on two threads
+// keeps them 50-78 % busy); a pass that keeps them busy (ResNet-18: 96 %) costs less run
+// alone first, on every thread, than beside the cuts, which then slow it down by contending
+// for the cores and caches. Measured by the evaluator's FP32 pass over the eval set.
+bool overlap_base(const Evaluator& ev, int workers, SweepOptions::BaseOverlap overlap) {
+  constexpr double kBusyAtMost = 0.85;
+  if (workers < 2 || overlap == SweepOptions::BaseOverlap::kOff) return false;
+  if (overlap == SweepOptions::BaseOverlap::kOn) return true;
+  if (ev.threads() < 2 || ev.float_pass_seconds() <= 0.0) return false;
+  const double busy = ev.float_pass_cpu_seconds() / (ev.float_pass_seconds() * ev.threads());
+  return busy < kBusyAtMost;
+}
+
 size_t group_count(size_t jobs, int workers) {
   return std::min(jobs, static_cast<size_t>(std::max(1, workers)));
 }
 
 // `workers` groups of jobs, balanced by their parts' estimated costs: the costliest part first,
-// each to the group with the least cost so far (ties: the first). The first group also runs
-// the base (cost `base_cost`, 0 for none) once its parts are done.
+// each to the group with the least cost so far (ties: the first). With `base_cost` > 0 the
+// first group also runs the base, which counts as that much, once its parts are done.
 std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers, double base_cost) {
   std::vector<Group> groups(group_count(jobs.size(), workers));
   std::vector<size_t> order(jobs.size());
@@ -290,7 +308,7 @@ std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers, double
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return jobs[a].cost > jobs[b].cost; });
   std::vector<double> load(groups.size(), 0.0);
-  if (!groups.empty()) {
+  if (!groups.empty() && base_cost > 0.0) {
     groups[0].runs_base = true;
     load[0] = base_cost;
   }
@@ -370,7 +388,9 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
     jobs[i].status = prepare_job(jobs[i], borrowed, base, quantizer, o.reuse, folder);
   });
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
-  // Each worker runs its group on a share of the threads, the base included (make_groups).
+  // Each worker runs its group on a share of the threads. The base has them all: run between
+  // batches it uses them, and run by a worker after its cuts (overlap_base) its helpers take a
+  // core another worker leaves idle.
   const int threads = std::max(1, ev.threads() / static_cast<int>(group_count(jobs.size(), parallel)));
   // The base runs once per batch and hands over the values at every cut. Its first run also
   // shows the shapes the parts' costs are estimated from (cost.h), which decide the groups.
@@ -378,7 +398,7 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   std::unique_ptr<runtime::Executor> base_exec;
   if (o.reuse) {
     tapped = with_outputs(base, cut_values(jobs));
-    PTQ_ASSIGN_OR_RETURN(base_exec, ev.make_executor(*tapped, threads));
+    PTQ_ASSIGN_OR_RETURN(base_exec, ev.make_executor(*tapped, ev.threads()));
   }
   const BaseExec base_run{base_exec.get(), base.graph.outputs.size()};
   ShapeRecorder recorder;
@@ -386,7 +406,8 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   PTQ_ASSIGN_OR_RETURN(Fed first, feed(ev, base_run, 0, observers));
   const SeenShapes seen = recorder.take();
   for (Job& job : jobs) job.cost = estimated_cost(job.part(), job.variant->graph, seen);
-  const double base_cost = base_exec ? estimated_cost(base, base.graph, seen) : 0.0;
+  const double base_cost =
+      base_exec && overlap_base(ev, parallel, o.overlap) ? estimated_cost(base, base.graph, seen) : 0.0;
   std::vector<Group> groups = make_groups(jobs, parallel, base_cost);
   parallel_for(groups.size(), parallel, [&](size_t i) {
     groups[i].status = prepare_group(groups[i], jobs, ev, threads);
@@ -410,6 +431,9 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
     result.layers.push_back(std::move(l));
   }
   rank(result.layers, ev.metric(), o.mode);
+  // The executors, merged graphs and variants are many and large: free them on every worker.
+  parallel_for(groups.size(), parallel, [&](size_t i) { groups[i] = Group{}; });
+  parallel_for(jobs.size(), parallel, [&](size_t i) { jobs[i] = Job{}; });
   return result;
 }
 

@@ -114,6 +114,46 @@ TEST(Weights, SharedByTwoConvs) {
   EXPECT_TRUE(std::equal(q.span<int8_t>().begin(), q.span<int8_t>().end(), ref.span<int8_t>().begin()));
 }
 
+// A copy of `m` whose initializers are views of m's (as a sensitivity sweep's variants are).
+ir::Model borrowing(const ir::Model& m) {
+  ir::Model copy = m;
+  for (size_t i = 0; i < copy.graph.initializers().size(); ++i) {
+    copy.graph.mutable_initializers()[i].tensor = m.graph.initializers()[i].tensor.view();
+  }
+  return copy;
+}
+
+// With a memo, copies of one model get the int8 weights apply() makes without one, and a weight
+// of that model is quantized once: every copy holds a view of the same tensor. A weight that a
+// BatchNormalization folds into is a new tensor per copy, quantized per copy.
+TEST(Weights, MemoQuantizesTheSourceModelsWeightsOnce) {
+  for (const bool with_bn : {false, true}) {
+    Builder b = with_bn ? resnet_block() : chain();
+    const auto table = b.table();
+    ir::Model plain = b.model;
+    quantize_ok(plain, table);
+    auto p = plan(b.model, table, {});
+    ASSERT_TRUE(p.has_value()) << p.status().message();
+    WeightMemo memo(b.model);
+    ir::Model first = borrowing(b.model), second = borrowing(b.model);
+    ASSERT_TRUE(apply(first, *p, &memo).has_value());
+    ASSERT_TRUE(apply(second, *p, &memo).has_value());
+    int int8_weights = 0;
+    for (const ir::Initializer& i : plain.graph.initializers()) {
+      if (i.tensor.dtype() != ir::DType::kInt8 || !i.name.ends_with("_quantized")) continue;
+      ++int8_weights;
+      const ir::Tensor* a = first.graph.initializer(i.name);
+      const ir::Tensor* c = second.graph.initializer(i.name);
+      ASSERT_TRUE(a != nullptr && c != nullptr) << i.name;
+      const auto want = i.tensor.span<int8_t>();
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), a->span<int8_t>().begin())) << i.name;
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), c->span<int8_t>().begin())) << i.name;
+      EXPECT_EQ(a->raw() == c->raw(), !with_bn) << i.name;  // shared unless folded per copy
+    }
+    EXPECT_EQ(int8_weights, with_bn ? 2 : 4);
+  }
+}
+
 //   x ─► conv (W from a Constant node) ─► bn ─► y
 TEST(Weights, FromConstantNodes) {
   Builder b;

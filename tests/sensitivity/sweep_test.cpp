@@ -52,11 +52,13 @@ class SweepTest : public ::testing::Test {
     return std::move(*ev);
   }
 
-  SweepResult run(const Evaluator& ev, Mode mode, bool reuse, int parallel = 1) {
+  SweepResult run(const Evaluator& ev, Mode mode, bool reuse, int parallel = 1,
+                  SweepOptions::BaseOverlap overlap = SweepOptions::BaseOverlap::kAuto) {
     SweepOptions o;
     o.mode = mode;
     o.reuse = reuse;
     o.parallel = parallel;
+    o.overlap = overlap;
     auto r = sweep(table_, ev, o);
     EXPECT_TRUE(r) << r.status().message();
     return r ? std::move(*r) : SweepResult{};
@@ -115,6 +117,29 @@ TEST_F(SweepTest, AutomaticWorkersScoreAsOneWorker) {
 }
 
 // The cut must not change a single value: scores with reuse equal whole-model runs.
+// The base's run overlapping the cuts (one worker runs it on the next batch after its cuts,
+// one worker possibly running nothing else), or alone between batches: the same scores as one
+// worker, for 2 and 3 workers (the model has 5 units: with 3 workers one may get none).
+TEST_F(SweepTest, BaseOverlapNeverChangesScores) {
+  using Overlap = SweepOptions::BaseOverlap;
+  Evaluator ev = evaluator(Metric::kSqnr, 2);
+  for (Mode mode : {Mode::kOnly, Mode::kAllBut}) {
+    const SweepResult want = run(ev, mode, true, 1);
+    for (int workers : {2, 3}) {
+      for (Overlap overlap : {Overlap::kOn, Overlap::kOff, Overlap::kAuto}) {
+        const SweepResult got = run(ev, mode, true, workers, overlap);
+        ASSERT_EQ(want.layers.size(), got.layers.size());
+        for (size_t i = 0; i < want.layers.size(); ++i) {
+          EXPECT_EQ(want.layers[i].name, got.layers[i].name);
+          EXPECT_EQ(want.layers[i].score.value, got.layers[i].score.value)
+              << mode_name(mode) << " workers " << workers << " overlap " << static_cast<int>(overlap);
+        }
+        EXPECT_EQ(want.quantized_score.value, got.quantized_score.value);
+      }
+    }
+  }
+}
+
 TEST_F(SweepTest, PrefixReuseMatchesWholeRuns) {
   for (Metric metric : {Metric::kSqnr, Metric::kMse, Metric::kTop1}) {
     Evaluator ev = evaluator(metric);
