@@ -154,6 +154,15 @@ class Executor {
   // time this executor sees it (by address); see forget_observers().
   virtual Expected<NamedTensors> run(const NamedTensors& inputs,
                                      std::span<Observer* const> observers = {}) = 0;
+  // run(), writing each output into the tensor at its position in `reuse` (spent outputs of an
+  // earlier run) where that one owns storage of the output's dtype and shape (ir::copy_into):
+  // a caller running batch after batch saves taking fresh memory for every output. A backend
+  // that cannot use them ignores them.
+  virtual Expected<NamedTensors> run_reusing(const NamedTensors& inputs, NamedTensors reuse,
+                                             std::span<Observer* const> observers = {}) {
+    (void)reuse;
+    return run(inputs, observers);
+  }
   // Drops the remembered wanted() answers, e.g. before passing a new observer that may live
   // at the address of a destroyed one.
   virtual void forget_observers() = 0;

@@ -11,4 +11,12 @@ Tensor owned_copy(const Tensor& t) {
   return out;
 }
 
+Tensor copy_into(const Tensor& t, Tensor reuse) {
+  const bool fits = reuse.owns_data() && reuse.dtype() == t.dtype() && reuse.shape() == t.shape() &&
+                    t.dtype() != DType::kString && t.raw() != nullptr;
+  if (!fits) return owned_copy(t);
+  if (t.nbytes() > 0) std::memcpy(reuse.raw(), t.raw(), t.nbytes());
+  return reuse;
+}
+
 }  // namespace ptq::ir

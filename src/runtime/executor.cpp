@@ -66,7 +66,11 @@ class PlanExecutor final : public Executor {
   }
 
   Expected<NamedTensors> run(const NamedTensors& inputs,
-                             std::span<Observer* const> observers) override;
+                             std::span<Observer* const> observers) override {
+    return run_reusing(inputs, {}, observers);
+  }
+  Expected<NamedTensors> run_reusing(const NamedTensors& inputs, NamedTensors reuse,
+                                     std::span<Observer* const> observers) override;
   void forget_observers() override { wanted_.clear(); }
   RunStats last_run_stats() const override { return stats_; }
 
@@ -316,8 +320,8 @@ std::vector<int64_t> PlanExecutor::pool_key() const {
   return key;
 }
 
-Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
-                                         std::span<Observer* const> observers) {
+Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, NamedTensors reuse,
+                                                 std::span<Observer* const> observers) {
   slots_.assign(plan_.values.size(), Slot{});
   fused_ = 0;
   bool began = false;
@@ -356,8 +360,10 @@ Expected<NamedTensors> PlanExecutor::run(const NamedTensors& inputs,
   }
   NamedTensors result;
   result.reserve(plan_.outputs.size());
-  for (int32_t id : plan_.outputs) {
-    result.emplace_back(plan_.values[id].name, ir::owned_copy(slots_[id].tensor));
+  for (size_t i = 0; i < plan_.outputs.size(); ++i) {
+    const int32_t id = plan_.outputs[i];
+    ir::Tensor spent = i < reuse.size() ? std::move(reuse[i].second) : ir::Tensor();
+    result.emplace_back(plan_.values[id].name, ir::copy_into(slots_[id].tensor, std::move(spent)));
   }
   clear();
   pool_.end_run(true);

@@ -80,10 +80,12 @@ struct BaseRun {
   std::unordered_map<std::string, ir::Tensor> values;  // the extra outputs (cut values)
 };
 
+// `reuse`: a spent run's tensors (spent()), written into instead of fresh memory.
 Expected<BaseRun> run_base(runtime::Executor& exec, size_t base_outputs,
-                           const runtime::NamedTensors& inputs,
-                           std::span<runtime::Observer* const> observers = {}) {
-  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors all, exec.run(inputs, observers));
+                           const runtime::NamedTensors& inputs, runtime::NamedTensors reuse,
+                           std::span<runtime::Observer* const> observers) {
+  PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors all,
+                       exec.run_reusing(inputs, std::move(reuse), observers));
   BaseRun r;
   for (size_t i = 0; i < all.size(); ++i) {
     if (i < base_outputs) r.outputs.push_back(std::move(all[i]));
@@ -92,11 +94,27 @@ Expected<BaseRun> run_base(runtime::Executor& exec, size_t base_outputs,
   return r;
 }
 
-// The base's executor (null without reuse) and how many of its outputs are its model's own.
+// The base's executor (null without reuse), the tapped graph it runs, and how many of its
+// outputs are the base model's own.
 struct BaseExec {
   runtime::Executor* exec = nullptr;
+  const ir::Graph* tapped = nullptr;
   size_t outputs = 0;
 };
+
+// A spent base run's tensors in its executor's output order, for the next run to write into:
+// the cut values of a ResNet-18 batch are ~100 MB, which fresh memory would have the system
+// zero page by page every batch.
+runtime::NamedTensors spent(BaseRun&& r, const BaseExec& base) {
+  runtime::NamedTensors all = std::move(r.outputs);
+  if (base.tapped == nullptr) return all;
+  for (size_t i = all.size(); i < base.tapped->outputs.size(); ++i) {
+    const std::string& name = base.tapped->outputs[i].name;
+    auto it = r.values.find(name);
+    all.emplace_back(name, it == r.values.end() ? ir::Tensor() : std::move(it->second));
+  }
+  return all;
+}
 
 // One batch's inputs and, with a base, its base run.
 struct Fed {
@@ -104,12 +122,14 @@ struct Fed {
   BaseRun base;
 };
 
-Expected<Fed> feed(const Evaluator& ev, const BaseExec& base, int64_t batch,
+// `spare`: a batch whose base run is spent (its tensors are reused).
+Expected<Fed> feed(const Evaluator& ev, const BaseExec& base, int64_t batch, Fed spare = {},
                    std::span<runtime::Observer* const> observers = {}) {
   Fed f;
   PTQ_ASSIGN_OR_RETURN(f.inputs, ev.data().batch(batch));
   if (base.exec != nullptr) {
-    PTQ_ASSIGN_OR_RETURN(f.base, run_base(*base.exec, base.outputs, f.inputs, observers));
+    PTQ_ASSIGN_OR_RETURN(f.base, run_base(*base.exec, base.outputs, f.inputs,
+                                          spent(std::move(spare.base), base), observers));
   }
   return f;
 }
@@ -245,6 +265,7 @@ struct Batches {
 Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
                    const std::function<void(int64_t)>& done) {
   Fed current = std::move(first);
+  Fed spare;  // the batch before `current`, done with: its base run's tensors are reused
   for (int64_t b = 0; b < r.ev.num_batches(); ++b) {
     if (quantized != nullptr) PTQ_RETURN_IF_ERROR(quantized->add(r.ev, b, current.base.outputs));
     const bool more = b + 1 < r.ev.num_batches();
@@ -252,15 +273,16 @@ Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
     parallel_for(r.groups.size(), r.parallel, [&](size_t i) {
       Group& g = r.groups[i];
       g.status = run_group(g, r.jobs, r.ev, b, current.inputs, current.base);
-      if (g.runs_base && more) next = feed(r.ev, r.base, b + 1);
+      if (g.runs_base && more) next = feed(r.ev, r.base, b + 1, std::move(spare));
     });
     for (const Group& g : r.groups) PTQ_RETURN_IF_ERROR(g.status);
     for (const Job& job : r.jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
     const bool overlapped = std::any_of(r.groups.begin(), r.groups.end(),
                                         [](const Group& g) { return g.runs_base; });
-    if (more && !overlapped) next = feed(r.ev, r.base, b + 1);
+    if (more && !overlapped) next = feed(r.ev, r.base, b + 1, std::move(current));
     if (!next) return next.status();
     done(b);
+    spare = std::move(current);
     current = std::move(*next);
   }
   return Status::ok();
@@ -400,10 +422,11 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
     tapped = with_outputs(base, cut_values(jobs));
     PTQ_ASSIGN_OR_RETURN(base_exec, ev.make_executor(*tapped, ev.threads()));
   }
-  const BaseExec base_run{base_exec.get(), base.graph.outputs.size()};
+  const BaseExec base_run{base_exec.get(), tapped ? &tapped->graph : nullptr,
+                          base.graph.outputs.size()};
   ShapeRecorder recorder;
   runtime::Observer* observers[] = {&recorder};
-  PTQ_ASSIGN_OR_RETURN(Fed first, feed(ev, base_run, 0, observers));
+  PTQ_ASSIGN_OR_RETURN(Fed first, feed(ev, base_run, 0, {}, observers));
   const SeenShapes seen = recorder.take();
   for (Job& job : jobs) job.cost = estimated_cost(job.part(), job.variant->graph, seen);
   const double base_cost =

@@ -167,6 +167,40 @@ TEST(Executor, OutputsAreOwned) {
   EXPECT_EQ(result[0].second.data<float>()[3], 4.0f);
 }
 
+// Spent outputs handed back are written into where they fit (same storage, new contents);
+// one of another shape, a borrowed one or none gets fresh storage.
+TEST(Executor, RunReusingWritesIntoSpentOutputsThatFit) {
+  TestBackend backend;
+  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"a"}, {"b"})}, {"a", "b"});
+  auto exec = make(m, backend);
+  auto first = exec->run(input_x(1));
+  ASSERT_TRUE(first.has_value());
+  const void* a_storage = (*first)[0].second.raw();
+  float outside[4] = {};
+  NamedTensors spent;
+  spent.emplace_back("a", std::move((*first)[0].second));
+  spent.emplace_back("b", ir::Tensor::borrow(ir::DType::kFloat32, {1, 4}, outside));
+  auto second = exec->run_reusing(input_x(1), std::move(spent));
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ((*second)[0].second.raw(), a_storage);  // written in place
+  EXPECT_NE((*second)[1].second.raw(), static_cast<const void*>(outside));  // borrowed: fresh
+  EXPECT_TRUE((*second)[1].second.owns_data());
+  auto want = exec->run(input_x(1));
+  ASSERT_TRUE(want.has_value());
+  for (size_t i = 0; i < 2; ++i) {
+    const auto got = (*second)[i].second.span<float>();
+    const auto ref = (*want)[i].second.span<float>();
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), ref.begin()));
+  }
+  NamedTensors wrong;
+  wrong.emplace_back("a", ir::Tensor(ir::DType::kFloat32, {1, 5}));  // another shape
+  const void* wrong_storage = wrong[0].second.raw();
+  auto third = exec->run_reusing(input_x(1), std::move(wrong));
+  ASSERT_TRUE(third.has_value());
+  EXPECT_NE((*third)[0].second.raw(), wrong_storage);
+  EXPECT_EQ((*third)[0].second.shape(), (ir::Shape{1, 4}));
+}
+
 //   x -> Inc -> a -> View -> v --------------------------------------> Inc -> d (output)
 //   x -> (a has died) Scratch -> b -> Inc -> c (output)
 // If a's buffer went back to the pool when `a` died, Scratch's temporary x + 0.5 would land

@@ -10,4 +10,9 @@ namespace ptq::ir {
 // (a plain copy of a borrowed tensor borrows the same memory).
 Tensor owned_copy(const Tensor& t);
 
+// The same, written into `reuse`'s storage when it owns storage of `t`'s dtype and shape (not
+// strings), so that a caller copying values batch after batch does not take fresh memory (and
+// have the system zero it) every time; otherwise a fresh owned_copy().
+Tensor copy_into(const Tensor& t, Tensor reuse);
+
 }  // namespace ptq::ir
