@@ -344,6 +344,36 @@ std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers, double
   return groups;
 }
 
+// Deals the prepared jobs to `parallel` workers by their parts' costs, from the shapes the
+// base's first run showed, and prepares each worker's merged graph and executor.
+Expected<std::vector<Group>> deal(std::vector<Job>& jobs, const Evaluator& ev, int parallel,
+                                  double base_cost, const SeenShapes& seen) {
+  for (Job& job : jobs) job.cost = estimated_cost(job.part(), job.variant->graph, seen);
+  std::vector<Group> groups = make_groups(jobs, parallel, base_cost);
+  const int threads = std::max(1, ev.threads() / static_cast<int>(groups.size()));
+  parallel_for(groups.size(), parallel, [&](size_t i) {
+    groups[i].status = prepare_group(groups[i], jobs, ev, threads);
+  });
+  for (const Group& g : groups) PTQ_RETURN_IF_ERROR(g.status);
+  return groups;
+}
+
+// Each unit's score, ranked, once every batch has run.
+std::vector<LayerResult> layer_results(const planner::Plan& plan, const std::vector<Job>& jobs,
+                                       const Evaluator& ev, Mode mode) {
+  std::vector<LayerResult> layers;
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    LayerResult l;
+    l.name = plan.units[i].name;
+    l.kind = plan.units[i].kind;
+    l.score = jobs[i].tally.score(ev);
+    l.subgraph_nodes = static_cast<int64_t>(jobs[i].part().graph.nodes.size());
+    layers.push_back(std::move(l));
+  }
+  rank(layers, ev.metric(), mode);
+  return layers;
+}
+
 }  // namespace
 
 int auto_parallel(const Evaluator& ev, size_t jobs) {
@@ -410,12 +440,11 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
     jobs[i].status = prepare_job(jobs[i], borrowed, base, quantizer, o.reuse, folder);
   });
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
-  // Each worker runs its group on a share of the threads. The base has them all: run between
-  // batches it uses them, and run by a worker after its cuts (overlap_base) its helpers take a
-  // core another worker leaves idle.
-  const int threads = std::max(1, ev.threads() / static_cast<int>(group_count(jobs.size(), parallel)));
   // The base runs once per batch and hands over the values at every cut. Its first run also
   // shows the shapes the parts' costs are estimated from (cost.h), which decide the groups.
+  // Each worker runs its group on a share of the threads; the base has them all: run between
+  // batches it uses them, and run by a worker after its cuts (overlap_base) its helpers take a
+  // core another worker leaves idle.
   std::optional<ir::Model> tapped;  // outlives base_exec, which borrows it
   std::unique_ptr<runtime::Executor> base_exec;
   if (o.reuse) {
@@ -428,14 +457,9 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   runtime::Observer* observers[] = {&recorder};
   PTQ_ASSIGN_OR_RETURN(Fed first, feed(ev, base_run, 0, {}, observers));
   const SeenShapes seen = recorder.take();
-  for (Job& job : jobs) job.cost = estimated_cost(job.part(), job.variant->graph, seen);
   const double base_cost =
       base_exec && overlap_base(ev, parallel, o.overlap) ? estimated_cost(base, base.graph, seen) : 0.0;
-  std::vector<Group> groups = make_groups(jobs, parallel, base_cost);
-  parallel_for(groups.size(), parallel, [&](size_t i) {
-    groups[i].status = prepare_group(groups[i], jobs, ev, threads);
-  });
-  for (const Group& g : groups) PTQ_RETURN_IF_ERROR(g.status);
+  PTQ_ASSIGN_OR_RETURN(std::vector<Group> groups, deal(jobs, ev, parallel, base_cost, seen));
 
   Evaluator::Tally quantized_tally;
   const int64_t units = static_cast<int64_t>(plan.units.size());
@@ -445,15 +469,7 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
                                     if (o.progress) o.progress((b + 1) * units, ev.num_batches() * units);
                                   }));
   result.quantized_score = base_scores_quantized ? quantized_tally.score(ev) : jobs.back().tally.score(ev);
-  for (size_t i = 0; i < plan.units.size(); ++i) {
-    LayerResult l;
-    l.name = plan.units[i].name;
-    l.kind = plan.units[i].kind;
-    l.score = jobs[i].tally.score(ev);
-    l.subgraph_nodes = static_cast<int64_t>(jobs[i].part().graph.nodes.size());
-    result.layers.push_back(std::move(l));
-  }
-  rank(result.layers, ev.metric(), o.mode);
+  result.layers = layer_results(plan, jobs, ev, o.mode);
   // The executors, merged graphs and variants are many and large: free them on every worker.
   parallel_for(groups.size(), parallel, [&](size_t i) { groups[i] = Group{}; });
   parallel_for(jobs.size(), parallel, [&](size_t i) { jobs[i] = Job{}; });
