@@ -158,6 +158,22 @@ struct Cut {
 // `variant` must outlive the result (the subgraph borrows its initializers).
 Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant);
 
+// make_cut() for many variants of one base: the base's indexes are built once. cut() may be
+// called from several threads at once. `base` must outlive the maker.
+class CutMaker {
+ public:
+  explicit CutMaker(const ir::Model& base);
+  ~CutMaker();
+  CutMaker(const CutMaker&) = delete;
+  CutMaker& operator=(const CutMaker&) = delete;
+  Expected<Cut> cut(const ir::Model& variant) const;  // make_cut(base, variant)
+
+ private:
+  struct Index;
+  const ir::Model& base_;
+  std::unique_ptr<Index> index_;
+};
+
 // A copy of `model` whose initializers and node attribute tensors (Constant values) borrow
 // model's memory (`model` must outlive it). Safe to quantize: the planner replaces
 // initializers, it never writes into one.

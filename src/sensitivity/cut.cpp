@@ -2,6 +2,7 @@
 // adds Q/DQ on its inputs and changes its weights; every value upstream keeps the base's bytes,
 // so those nodes need not run again: their outputs at the cut are taken from the base run.
 #include <string_view>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -95,9 +96,25 @@ void add_shape_producers(const ir::Graph& g, const std::unordered_set<std::strin
 
 }  // namespace
 
+struct CutMaker::Index {
+  explicit Index(const ir::Graph& g) : producers(g), initializers(g) {}
+  ir::GraphIndex producers;
+  Initializers initializers;
+};
+
+CutMaker::CutMaker(const ir::Model& base)
+    : base_(base), index_(std::make_unique<Index>(base.graph)) {}
+CutMaker::~CutMaker() = default;
+
 Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
-  const ir::GraphIndex base_index(base.graph);
-  const Initializers base_inits(base.graph), variant_inits(variant.graph);
+  return CutMaker(base).cut(variant);
+}
+
+Expected<Cut> CutMaker::cut(const ir::Model& variant) const {
+  const ir::Model& base = base_;
+  const ir::GraphIndex& base_index = index_->producers;
+  const Initializers& base_inits = index_->initializers;
+  const Initializers variant_inits(variant.graph);
   PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(variant.graph));
 
   std::unordered_set<std::string> changed;  // values that differ from the base's

@@ -191,14 +191,15 @@ Status run_group(Group& g, std::vector<Job>& jobs, const Evaluator& ev, int64_t 
 }
 
 // The variant's constant nodes are folded (as the base's are) before the cut.
-Status prepare_job(Job& job, const ir::Model& borrowed, const ir::Model& base,
-                   const Quantizer& quantizer, bool reuse, ConstantFolder& folder) {
+// `cuts`: null without reuse.
+Status prepare_job(Job& job, const ir::Model& borrowed, const CutMaker* cuts,
+                   const Quantizer& quantizer, ConstantFolder& folder) {
   PTQ_ASSIGN_OR_RETURN(ir::Model v, quantized_copy(borrowed, quantizer, job.only, job.skip));
   job.variant = std::make_unique<ir::Model>(std::move(v));
   PTQ_RETURN_IF_ERROR(folder.fold(*job.variant).status());
-  if (reuse) {
+  if (cuts != nullptr) {
     // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
-    auto cut = make_cut(base, *job.variant);
+    auto cut = cuts->cut(*job.variant);
     if (cut && cut->nodes > 0) job.cut = std::move(*cut);
   }
   return Status::ok();
@@ -436,8 +437,10 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
   const int parallel = o.parallel > 0 ? o.parallel : auto_parallel(ev, jobs.size());
   // Preparing a variant (quantize, fold, cut) is independent of the others: all threads do it.
+  std::optional<CutMaker> cuts;
+  if (o.reuse) cuts.emplace(base);
   parallel_for(jobs.size(), std::max(parallel, ev.threads()), [&](size_t i) {
-    jobs[i].status = prepare_job(jobs[i], borrowed, base, quantizer, o.reuse, folder);
+    jobs[i].status = prepare_job(jobs[i], borrowed, cuts ? &*cuts : nullptr, quantizer, folder);
   });
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
   // The base runs once per batch and hands over the values at every cut. Its first run also
