@@ -1,6 +1,7 @@
 // Elementwise kernels against naive float64 references: numpy broadcasting on random shapes,
 // variadic ops, integer arithmetic, half precision, activations, thread-count invariance.
 #include <cmath>
+#include <limits>
 
 #include "op_test_util.h"
 
@@ -175,6 +176,36 @@ TEST(Activation, FormulasMatchFloat64) {
     for (float v : x.span<float>()) want.push_back(c.f(v));
     expect_close(run1(c.node, {&x}, c.opset), want, x.shape(), 1e-5, 1e-6);
   }
+}
+
+// Erf's float32 kernel is a rational approximation (src/runtime/cpu/erf.h), not libm: over its
+// whole range (a dense grid on [-10, 10], past where float's erf reaches +/-1, plus tiny
+// values), within 5e-7 of float64 erf and 6e-7 relative; +/-inf give +/-1, NaN stays NaN.
+// Gelu computes its erf the same way.
+TEST(Activation, ErfMatchesFloat64AcrossItsRange) {
+  std::vector<float> xs;
+  for (int i = -200000; i <= 200000; ++i) xs.push_back(static_cast<float>(i) * 5e-5f);
+  for (float v : {1e-30f, -1e-20f, 1e-8f, -3e-5f}) xs.push_back(v);
+  const ir::Tensor x = ir::make_tensor<float>({static_cast<int64_t>(xs.size())}, xs);
+  const ir::Tensor y = run1(op("Erf").build(1), {&x}, 17, 2);
+  ASSERT_EQ(y.size(), x.size());
+  double worst_abs = 0.0, worst_rel = 0.0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const double want = std::erf(static_cast<double>(xs[static_cast<size_t>(i)]));
+    const double err = std::abs(static_cast<double>(y.span<float>()[i]) - want);
+    worst_abs = std::max(worst_abs, err);
+    if (want != 0.0) worst_rel = std::max(worst_rel, err / std::abs(want));
+  }
+  EXPECT_LT(worst_abs, 5e-7);
+  EXPECT_LT(worst_rel, 6e-7);
+  const ir::Tensor special = ir::make_tensor<float>(
+      {4}, {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+            std::numeric_limits<float>::quiet_NaN(), 0.0f});
+  const ir::Tensor s = run1(op("Erf").build(1), {&special});
+  EXPECT_EQ(s.span<float>()[0], 1.0f);
+  EXPECT_EQ(s.span<float>()[1], -1.0f);
+  EXPECT_TRUE(std::isnan(s.span<float>()[2]));
+  EXPECT_EQ(s.span<float>()[3], 0.0f);
 }
 
 TEST(Activation, ClipBoundsFromAttributesOrInputs) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "elementwise_util.h"
+#include "erf.h"
 #include "registry.h"
 
 namespace ptq::runtime::cpu {
@@ -111,9 +112,15 @@ Expected<std::unique_ptr<Kernel>> make_gelu(const KernelContext& ctx) {
   if (approximate != "none") {
     return node_error(ctx.node, "approximate '{}' is not one of none, tanh", approximate);
   }
-  return make_float_unary(ctx, [](auto x) {
+  if (ctx.reference) {
+    return make_float_unary(ctx, [](auto x) {
+      using T = decltype(x);
+      return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(0.7071067811865476)));
+    });
+  }
+  return make_float_unary(ctx, [](auto x) {  // erf as the Erf kernel computes it (erf.h)
     using T = decltype(x);
-    return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(0.7071067811865476)));
+    return T(0.5) * x * (T(1) + erf_of(x * static_cast<T>(0.7071067811865476)));
   });
 }
 

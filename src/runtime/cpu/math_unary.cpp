@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "elementwise_util.h"
+#include "erf.h"
 #include "registry.h"
 
 namespace ptq::runtime::cpu {
@@ -17,7 +18,6 @@ PTQ_FLOAT_UNARY(make_exp, std::exp(x))
 PTQ_FLOAT_UNARY(make_log, std::log(x))
 PTQ_FLOAT_UNARY(make_sqrt, std::sqrt(x))
 PTQ_FLOAT_UNARY(make_reciprocal, decltype(x)(1) / x)
-PTQ_FLOAT_UNARY(make_erf, std::erf(x))
 PTQ_FLOAT_UNARY(make_floor, std::floor(x))
 PTQ_FLOAT_UNARY(make_ceil, std::ceil(x))
 // Round half to even, as numpy.round: nearbyint in the default rounding mode.
@@ -35,6 +35,13 @@ PTQ_FLOAT_UNARY(make_acosh, std::acosh(x))
 PTQ_FLOAT_UNARY(make_atanh, std::atanh(x))
 
 #undef PTQ_FLOAT_UNARY
+
+// Erf: float32 by a rational approximation that vectorises (erf.h); the reference kernel, and
+// double, by libm.
+Expected<std::unique_ptr<Kernel>> make_erf(const KernelContext& ctx) {
+  if (ctx.reference) return make_float_unary(ctx, [](auto x) { return std::erf(x); });
+  return make_float_unary(ctx, [](auto x) { return erf_of(x); });
+}
 
 Expected<std::unique_ptr<Kernel>> make_neg(const KernelContext& ctx) {
   return make_unary(ctx, SignedTypes{}, true, [](auto x) { return -x; });
