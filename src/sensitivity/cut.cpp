@@ -1,8 +1,8 @@
 // make_cut(): the subgraph of a variant that differs from its base model. Quantizing one unit
 // adds Q/DQ on its inputs and changes its weights; every value upstream keeps the base's bytes,
 // so those nodes need not run again: their outputs at the cut are taken from the base run.
-#include <string_view>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 

@@ -267,6 +267,8 @@ Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
                    const std::function<void(int64_t)>& done) {
   Fed current = std::move(first);
   Fed spare;  // the batch before `current`, done with: its base run's tensors are reused
+  const bool overlapped = std::any_of(r.groups.begin(), r.groups.end(),
+                                      [](const Group& g) { return g.runs_base; });
   for (int64_t b = 0; b < r.ev.num_batches(); ++b) {
     if (quantized != nullptr) PTQ_RETURN_IF_ERROR(quantized->add(r.ev, b, current.base.outputs));
     const bool more = b + 1 < r.ev.num_batches();
@@ -278,8 +280,6 @@ Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
     });
     for (const Group& g : r.groups) PTQ_RETURN_IF_ERROR(g.status);
     for (const Job& job : r.jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
-    const bool overlapped = std::any_of(r.groups.begin(), r.groups.end(),
-                                        [](const Group& g) { return g.runs_base; });
     if (more && !overlapped) next = feed(r.ev, r.base, b + 1, std::move(current));
     if (!next) return next.status();
     done(b);

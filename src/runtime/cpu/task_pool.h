@@ -1,9 +1,9 @@
 // The helper threads of the CPU kernels' parallel loops (kernel_util.h's parallel_for and
 // parallel_tasks). A loop's tasks are claimed one at a time from a shared range, by the calling
 // thread from its front and by whichever helpers are awake from its back; the caller waits only
-// for tasks a helper has claimed, never for a helper to wake up. A helper that wakes after every task is claimed goes
-// back to sleep. Helpers sleep when idle (no spinning: on a shared machine a spinning helper
-// takes the time slice another thread needs).
+// for tasks a helper has claimed, never for a helper to wake up. A helper that wakes after every
+// task is claimed goes back to sleep. Helpers sleep when idle (no spinning: on a shared machine
+// a spinning helper takes the time slice another thread needs).
 //
 // Why not OpenMP's parallel regions: a region ends at a barrier that every thread of the team
 // must reach, so with idle threads asleep (OMP_WAIT_POLICY=passive) each region waited for a
