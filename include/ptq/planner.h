@@ -223,6 +223,9 @@ class WeightMemo {
   std::vector<float> scales(const ir::Tensor& w, int64_t axis);
   // quantize_weights(w, axis, scales): a view of the memo's tensor where `w` is a source's.
   ir::Tensor quantized(const ir::Tensor& w, int64_t axis, const std::vector<float>& scales);
+  // Every name the source graph uses: apply() on a copy of it looks up these instead of
+  // collecting the copy's names again.
+  const std::unordered_set<std::string>& names() const { return names_; }
 
  private:
   struct Entry {
@@ -235,6 +238,7 @@ class WeightMemo {
   };
   Entry* find(const ir::Tensor& w, int64_t axis);
   std::unordered_set<const void*> sources_;
+  std::unordered_set<std::string> names_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Entry>> entries_;
 };

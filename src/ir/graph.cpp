@@ -1,6 +1,8 @@
 #include "ptq/ir/graph.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -220,14 +222,16 @@ const std::vector<size_t>& GraphIndex::consumers(std::string_view value) const {
 // ---- Topological order ------------------------------------------------------------------------
 
 Expected<std::vector<size_t>> topological_order(const Graph& graph) {
+  // Each value's producing node, or kAvailable for graph inputs and initializers: one map.
+  constexpr size_t kAvailable = static_cast<size_t>(-1);
   std::unordered_map<std::string_view, size_t> producer;
-  std::unordered_set<std::string_view> available;
-  for (const ValueInfo& v : graph.inputs) available.insert(v.name);
-  for (const Initializer& i : graph.initializers()) available.insert(i.name);
+  producer.reserve(graph.inputs.size() + graph.initializers().size() + 2 * graph.nodes.size());
+  for (const ValueInfo& v : graph.inputs) producer.emplace(v.name, kAvailable);
+  for (const Initializer& i : graph.initializers()) producer.emplace(i.name, kAvailable);
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     for (const std::string& out : graph.nodes[n].outputs) {
       if (out.empty()) continue;
-      if (!producer.emplace(out, n).second || available.count(out)) {
+      if (!producer.emplace(out, n).second) {
         return invalid_input("value '{}' has two producers (second: {})", out,
                              graph.nodes[n].label());
       }
@@ -236,16 +240,20 @@ Expected<std::vector<size_t>> topological_order(const Graph& graph) {
   // Kahn's algorithm; ties keep the file order so a sorted graph keeps its order.
   std::vector<size_t> pending(graph.nodes.size(), 0);
   std::vector<std::vector<size_t>> users(graph.nodes.size());
+  std::vector<size_t> deps;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    std::unordered_set<size_t> deps;
+    deps.clear();
     for (const std::string& in : graph.nodes[n].inputs) {
-      if (in.empty() || available.count(in)) continue;
+      if (in.empty()) continue;
       auto it = producer.find(in);
       if (it == producer.end()) {
         return invalid_input("input '{}' of {} is produced by no node and is not a graph input "
                              "or initializer", in, graph.nodes[n].label());
       }
-      if (deps.insert(it->second).second) users[it->second].push_back(n);
+      const size_t p = it->second;
+      if (p == kAvailable || std::find(deps.begin(), deps.end(), p) != deps.end()) continue;
+      deps.push_back(p);
+      users[p].push_back(n);
     }
     pending[n] = deps.size();
   }

@@ -37,7 +37,8 @@ ir::Tensor scales_tensor(const std::vector<float>& s, bool per_channel) {
 class Rewriter {
  public:
   Rewriter(ir::Model& model, const Plan& plan, WeightMemo* memo)
-      : model_(model), g_(model.graph), plan_(plan), memo_(memo), names_(model.graph),
+      : model_(model), g_(model.graph), plan_(plan), memo_(memo),
+        names_(model.graph, memo ? &memo->names() : nullptr),
         dead_(model.graph.nodes.size(), false) {
     for (const ScaleGroup& sg : plan.groups) groups_[sg.name] = &sg;
     for (const TensorPlan& t : plan.tensors) group_of_[t.name] = t.scale_group;

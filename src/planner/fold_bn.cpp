@@ -9,22 +9,39 @@
 
 namespace ptq::planner {
 
-NameSet::NameSet(const ir::Graph& graph) {
-  for (const ir::ValueInfo& v : graph.inputs) used_.insert(v.name);
-  for (const ir::ValueInfo& v : graph.outputs) used_.insert(v.name);
-  for (const ir::ValueInfo& v : graph.value_info) used_.insert(v.name);
-  for (const ir::ValueInfo& v : graph.inferred) used_.insert(v.name);
-  for (const ir::Initializer& i : graph.initializers()) used_.insert(i.name);
-  for (const ir::Node& n : graph.nodes) {
-    used_.insert(n.name);
-    for (const std::string& s : n.inputs) used_.insert(s);
-    for (const std::string& s : n.outputs) used_.insert(s);
+namespace {
+
+template <typename Fn>
+void for_each_name(const ir::Graph& graph, Fn fn) {
+  for (const auto* list : {&graph.inputs, &graph.outputs, &graph.value_info, &graph.inferred}) {
+    for (const ir::ValueInfo& v : *list) fn(v.name);
   }
+  for (const ir::Initializer& i : graph.initializers()) fn(i.name);
+  for (const ir::Node& n : graph.nodes) {
+    fn(n.name);
+    for (const std::string& s : n.inputs) fn(s);
+    for (const std::string& s : n.outputs) fn(s);
+  }
+}
+
+}  // namespace
+
+std::unordered_set<std::string> graph_names(const ir::Graph& graph) {
+  std::unordered_set<std::string> names;
+  for_each_name(graph, [&](const std::string& s) { names.insert(s); });
+  return names;
+}
+
+NameSet::NameSet(const ir::Graph& graph, const std::unordered_set<std::string>* known)
+    : known_(known) {
+  for_each_name(graph, [&](const std::string& s) {
+    if (known_ == nullptr || !known_->contains(s)) used_.insert(s);
+  });
 }
 
 std::string NameSet::fresh(const std::string& base) {
   std::string name = base;
-  for (int i = 1; used_.count(name); ++i) name = fmt::format("{}_{}", base, i);
+  for (int i = 1; taken(name); ++i) name = fmt::format("{}_{}", base, i);
   used_.insert(name);
   return name;
 }

@@ -14,13 +14,22 @@ namespace ptq::planner {
 // Every value and node name of a graph, to make new ones that collide with nothing.
 class NameSet {
  public:
-  explicit NameSet(const ir::Graph& graph);
+  // The names `graph` uses. With `known` (names of a graph it was copied from), only the names
+  // `known` lacks are copied; `known` must outlive the set.
+  explicit NameSet(const ir::Graph& graph, const std::unordered_set<std::string>* known = nullptr);
   // `base` when free, else base_1, base_2, …; the name is then taken.
   std::string fresh(const std::string& base);
+  bool taken(const std::string& name) const {
+    return used_.contains(name) || (known_ != nullptr && known_->contains(name));
+  }
 
  private:
+  const std::unordered_set<std::string>* known_;
   std::unordered_set<std::string> used_;
 };
+
+// Every name `graph` uses (values, nodes, declarations), as NameSet takes them.
+std::unordered_set<std::string> graph_names(const ir::Graph& graph);
 
 // The constant value of `name` (initializer or Constant node 'value'), or null.
 const ir::Tensor* find_constant(const ir::Graph& graph, std::string_view name);

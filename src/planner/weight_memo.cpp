@@ -2,10 +2,11 @@
 #include <memory>
 
 #include "ptq/planner.h"
+#include "rewrite.h"
 
 namespace ptq::planner {
 
-WeightMemo::WeightMemo(const ir::Model& source) {
+WeightMemo::WeightMemo(const ir::Model& source) : names_(graph_names(source.graph)) {
   for (const ir::Initializer& i : source.graph.initializers()) {
     if (i.tensor.dtype() == ir::DType::kFloat32 && i.tensor.nbytes() > 0) {
       sources_.insert(i.tensor.raw());

@@ -28,8 +28,67 @@ class Initializers {
   std::unordered_map<std::string_view, const ir::Tensor*> map_;
 };
 
+// A variant graph's values by name, numbered (inputs, initializers, node outputs): the cut's
+// sets of values are flags by number instead of sets of strings.
+class Values {
+ public:
+  explicit Values(const ir::Graph& g) {
+    ids_.reserve(g.inputs.size() + g.initializers().size() + 2 * g.nodes.size());
+    for (const ir::ValueInfo& v : g.inputs) add(v.name, nullptr, -1);
+    for (const ir::Initializer& i : g.initializers()) add(i.name, &i.tensor, -1);
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      for (const std::string& out : g.nodes[n].outputs) add(out, nullptr, static_cast<int64_t>(n));
+    }
+  }
+  size_t size() const { return initializer_.size(); }
+  // The value's number, or -1 for a name the graph does not hold.
+  int64_t id(std::string_view name) const {
+    auto it = ids_.find(name);
+    return it == ids_.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+  const ir::Tensor* initializer(std::string_view name) const {
+    const int64_t i = id(name);
+    return i < 0 ? nullptr : initializer_[static_cast<size_t>(i)];
+  }
+  int64_t producer(size_t id) const { return producer_[id]; }
+
+ private:
+  void add(std::string_view name, const ir::Tensor* init, int64_t node) {
+    if (name.empty()) return;
+    auto [it, fresh] = ids_.emplace(name, initializer_.size());
+    if (!fresh) {
+      if (init != nullptr) initializer_[it->second] = init;
+      if (node >= 0) producer_[it->second] = node;
+      return;
+    }
+    initializer_.push_back(init);
+    producer_.push_back(node);
+  }
+
+  std::unordered_map<std::string_view, size_t> ids_;
+  std::vector<const ir::Tensor*> initializer_;  // by id; null when not an initializer
+  std::vector<int64_t> producer_;               // by id; -1 when no node produces it
+};
+
+// Flags by value number; a name the graph does not hold reads false.
+struct ValueFlags {
+  const Values& values;
+  std::vector<char> on = std::vector<char>(values.size(), 0);
+  bool get(std::string_view name) const {
+    const int64_t i = values.id(name);
+    return i >= 0 && on[static_cast<size_t>(i)] != 0;
+  }
+  // Sets the flag; false when it was set already (or the name is unknown).
+  bool set(std::string_view name) {
+    const int64_t i = values.id(name);
+    if (i < 0 || on[static_cast<size_t>(i)] != 0) return false;
+    on[static_cast<size_t>(i)] = 1;
+    return true;
+  }
+};
+
 // Same op on the same values with the same attributes and the same constant inputs.
-bool same_node(const ir::Node& v, const Initializers& variant, const ir::Node& b,
+bool same_node(const ir::Node& v, const Values& variant, const ir::Node& b,
                const Initializers& base) {
   if (v.op_type != b.op_type || v.domain != b.domain || v.inputs != b.inputs ||
       v.outputs != b.outputs || v.attributes.size() != b.attributes.size()) {
@@ -40,7 +99,7 @@ bool same_node(const ir::Node& v, const Initializers& variant, const ir::Node& b
   }
   for (const std::string& in : v.inputs) {
     if (in.empty()) continue;
-    const ir::Tensor* vi = variant.find(in);
+    const ir::Tensor* vi = variant.initializer(in);
     const ir::Tensor* bi = base.find(in);
     if ((vi == nullptr) != (bi == nullptr)) return false;
     if (vi != nullptr && !same_tensor(*vi, *bi)) return false;
@@ -59,24 +118,23 @@ ir::TypeInfo type_of(const ir::Model& base, const ir::Model& variant, const std:
 // Values computable from constants and shapes alone. The Vulkan executor needs an op's shape
 // inputs (Reshape's shape, …) to be such values of its own graph, so a cut recomputes them
 // (Shape, Gather, Concat on a few integers) instead of reading them at its boundary.
-std::unordered_set<std::string> shape_values(const ir::Graph& g, const std::vector<size_t>& order) {
-  std::unordered_set<std::string> s;
-  for (const ir::Initializer& i : g.initializers()) s.insert(i.name);
+ValueFlags shape_values(const ir::Graph& g, const Values& values, const std::vector<size_t>& order) {
+  ValueFlags s{values};
+  for (const ir::Initializer& i : g.initializers()) s.set(i.name);
   for (size_t n : order) {
     const ir::Node& node = g.nodes[n];
     bool all = !node.inputs.empty() || node.op_type == "Constant";
-    for (const std::string& in : node.inputs) all = all && (in.empty() || s.contains(in));
+    for (const std::string& in : node.inputs) all = all && (in.empty() || s.get(in));
     const bool of_shape = node.in_default_domain() && (node.op_type == "Shape" || node.op_type == "Size");
     if (!all && !of_shape) continue;
-    for (const std::string& out : node.outputs) s.insert(out);
+    for (const std::string& out : node.outputs) s.set(out);
   }
   return s;
 }
 
 // Adds to `in_cut` the producers of the shape values the cut's nodes read, and theirs in turn.
-void add_shape_producers(const ir::Graph& g, const std::unordered_set<std::string>& statics,
+void add_shape_producers(const ir::Graph& g, const Values& values, const ValueFlags& statics,
                          std::vector<bool>& in_cut) {
-  const ir::GraphIndex index(g);
   std::vector<size_t> work;
   for (size_t n = 0; n < in_cut.size(); ++n) {
     if (in_cut[n]) work.push_back(n);
@@ -85,8 +143,8 @@ void add_shape_producers(const ir::Graph& g, const std::unordered_set<std::strin
     const ir::Node& node = g.nodes[work.back()];
     work.pop_back();
     for (const std::string& in : node.inputs) {
-      if (in.empty() || !statics.contains(in)) continue;
-      const int64_t p = index.producer(in);
+      if (in.empty() || !statics.get(in)) continue;
+      const int64_t p = values.producer(static_cast<size_t>(values.id(in)));
       if (p < 0 || in_cut[static_cast<size_t>(p)]) continue;
       in_cut[static_cast<size_t>(p)] = true;
       work.push_back(static_cast<size_t>(p));
@@ -114,42 +172,41 @@ Expected<Cut> CutMaker::cut(const ir::Model& variant) const {
   const ir::Model& base = base_;
   const ir::GraphIndex& base_index = index_->producers;
   const Initializers& base_inits = index_->initializers;
-  const Initializers variant_inits(variant.graph);
   PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(variant.graph));
+  const Values values(variant.graph);
 
-  std::unordered_set<std::string> changed;  // values that differ from the base's
+  ValueFlags changed{values};  // values that differ from the base's
   std::vector<bool> in_cut(variant.graph.nodes.size(), false);
   for (size_t n : order) {
     const ir::Node& v = variant.graph.nodes[n];
     bool same = false;
     if (!v.outputs.empty()) {
       const int64_t b = base_index.producer(v.outputs.front());
-      same = b >= 0 &&
-             same_node(v, variant_inits, base.graph.nodes[static_cast<size_t>(b)], base_inits);
+      same = b >= 0 && same_node(v, values, base.graph.nodes[static_cast<size_t>(b)], base_inits);
     }
-    for (const std::string& in : v.inputs) same = same && !changed.contains(in);
+    for (const std::string& in : v.inputs) same = same && !changed.get(in);
     if (same) continue;
     in_cut[n] = true;
-    for (const std::string& out : v.outputs) changed.insert(out);
+    for (const std::string& out : v.outputs) changed.set(out);
   }
-  add_shape_producers(variant.graph, shape_values(variant.graph, order), in_cut);
+  add_shape_producers(variant.graph, values, shape_values(variant.graph, values, order), in_cut);
 
   Cut cut;
   cut.sub.ir_version = variant.ir_version;
   cut.sub.opset_imports = variant.opset_imports;
   cut.sub.graph.name = variant.graph.name + "_cut";
-  std::unordered_set<std::string> produced;
+  ValueFlags produced{values};
   for (size_t n : order) {
     if (!in_cut[n]) continue;
-    for (const std::string& out : variant.graph.nodes[n].outputs) produced.insert(out);
+    for (const std::string& out : variant.graph.nodes[n].outputs) produced.set(out);
   }
-  std::unordered_set<std::string> seen;
+  ValueFlags seen{values};
   for (size_t n : order) {
     if (!in_cut[n]) continue;
     const ir::Node& v = variant.graph.nodes[n];
     for (const std::string& in : v.inputs) {
-      if (in.empty() || produced.contains(in) || !seen.insert(in).second) continue;
-      if (const ir::Tensor* t = variant_inits.find(in)) {
+      if (in.empty() || produced.get(in) || !seen.set(in)) continue;
+      if (const ir::Tensor* t = values.initializer(in)) {
         cut.sub.graph.set_initializer(in, t->view());
         continue;
       }
@@ -160,7 +217,7 @@ Expected<Cut> CutMaker::cut(const ir::Model& variant) const {
   }
   cut.nodes = static_cast<int64_t>(cut.sub.graph.nodes.size());
   for (const ir::ValueInfo& out : variant.graph.outputs) {
-    if (changed.contains(out.name)) {
+    if (changed.get(out.name)) {
       cut.sub_output.push_back(static_cast<int64_t>(cut.sub.graph.outputs.size()));
       cut.sub.graph.outputs.push_back(out);
       continue;

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ptq/ir.h"
@@ -33,22 +35,37 @@ class ConstantFolder {
   // costs a device context. Returns the nodes folded.
   Expected<int64_t> fold(ir::Model& m);
 
+  // A graph's initializers by name, for one round's many lookups (Graph::initializer() looks
+  // through them all each time).
+  class Initializers {
+   public:
+    explicit Initializers(const ir::Graph& g);
+    const ir::Tensor* find(std::string_view name) const;
+
+   private:
+    std::unordered_map<std::string_view, const ir::Tensor*> map_;
+  };
+
  private:
   struct Entry {
     ir::Node node;                   // op and attributes (names unused)
     std::vector<ir::Tensor> inputs;  // views of the inputs it was computed from
     ir::Tensor value;                // owned
   };
-  Expected<runtime::NamedTensors> run_nodes(const ir::Model& m,
+  Expected<runtime::NamedTensors> run_nodes(const ir::Model& m, const Initializers& inits,
                                             const std::vector<const ir::Node*>& nodes);
-  const Entry* find(const ir::Model& m, const ir::Node& node) const;
-  void remember(const ir::Model& m, const ir::Node& node, ir::Tensor value);
+  static size_t key(const Initializers& inits, const ir::Node& node);
+  const Entry* find(const Initializers& inits, const ir::Node& node, size_t key) const;
+  // The value kept for `node`: `value`, unless an equal node was remembered meanwhile.
+  const ir::Tensor& remember(const Initializers& inits, const ir::Node& node, size_t key,
+                             ir::Tensor value);
   // One round: folds the foldable nodes whose inputs are initializers now; false when none.
   Expected<bool> fold_round(ir::Model& m, int64_t& folded);
 
   ExecutorFactory executors_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::unordered_multimap<size_t, const Entry*> index_;  // entries_ by key()
 };
 
 }  // namespace ptq::sensitivity

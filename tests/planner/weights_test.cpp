@@ -1,5 +1,7 @@
 // Weight handling: arithmetic against float64 references, BN folding, shared and Constant-node
 // weights, per-tensor weights.
+#include <algorithm>
+
 #include "builder.h"
 
 namespace ptq::planner::testing {
@@ -152,6 +154,36 @@ TEST(Weights, MemoQuantizesTheSourceModelsWeightsOnce) {
     }
     EXPECT_EQ(int8_weights, with_bn ? 2 : 4);
   }
+}
+
+// apply() with a memo takes the source's names from the memo instead of collecting the copy's:
+// a copy of the source gets the names apply() gives without one, and a name only the copy
+// holds (an initializer named like the Q output apply() would make) is still avoided.
+TEST(Weights, MemoNamesMatchApplysAndAvoidTheCopysOwn) {
+  Builder b = chain();
+  const auto table = b.table();
+  ir::Model plain = b.model;
+  quantize_ok(plain, table);
+  auto p = plan(b.model, table, {});
+  ASSERT_TRUE(p.has_value()) << p.status().message();
+  WeightMemo memo(b.model);
+  ir::Model copy = borrowing(b.model);
+  ASSERT_TRUE(apply(copy, *p, &memo).has_value());
+  ASSERT_EQ(copy.graph.nodes.size(), plain.graph.nodes.size());
+  for (size_t n = 0; n < plain.graph.nodes.size(); ++n) {
+    EXPECT_EQ(copy.graph.nodes[n].name, plain.graph.nodes[n].name);
+    EXPECT_EQ(copy.graph.nodes[n].inputs, plain.graph.nodes[n].inputs);
+    EXPECT_EQ(copy.graph.nodes[n].outputs, plain.graph.nodes[n].outputs);
+  }
+  const auto q = std::find_if(plain.graph.nodes.begin(), plain.graph.nodes.end(),
+                              [](const ir::Node& n) { return n.op_type == "QuantizeLinear"; });
+  ASSERT_NE(q, plain.graph.nodes.end());
+  const std::string taken = q->outputs.front();
+  ir::Model own = borrowing(b.model);
+  own.graph.set_initializer(taken, ir::make_tensor<float>({}, {1.0f}));
+  ASSERT_TRUE(apply(own, *p, &memo).has_value());
+  EXPECT_EQ(count_op(own, "QuantizeLinear"), count_op(plain, "QuantizeLinear"));
+  for (const ir::Node& n : own.graph.nodes) EXPECT_NE(n.outputs.front(), taken) << n.name;
 }
 
 //   x ─► conv (W from a Constant node) ─► bn ─► y
