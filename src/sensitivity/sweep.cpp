@@ -190,6 +190,15 @@ Status run_group(Group& g, std::vector<Job>& jobs, const Evaluator& ev, int64_t 
   return Status::ok();
 }
 
+// A variant whose cut runs in its place: of it, the sweep reads only its outputs' names and the
+// initializers the cut borrows. Its nodes and declarations go now, on the thread that made
+// them, instead of with the rest at the end of the sweep.
+void slim(ir::Model& variant) {
+  variant.graph.nodes = {};
+  variant.graph.value_info = {};
+  variant.graph.inferred = {};
+}
+
 // The variant's constant nodes are folded (as the base's are) before the cut.
 // `cuts`: null without reuse.
 Status prepare_job(Job& job, const ir::Model& borrowed, const CutMaker* cuts,
@@ -200,7 +209,10 @@ Status prepare_job(Job& job, const ir::Model& borrowed, const CutMaker* cuts,
   if (cuts != nullptr) {
     // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
     auto cut = cuts->cut(*job.variant);
-    if (cut && cut->nodes > 0) job.cut = std::move(*cut);
+    if (cut && cut->nodes > 0) {
+      job.cut = std::move(*cut);
+      slim(*job.variant);
+    }
   }
   return Status::ok();
 }
@@ -347,9 +359,13 @@ std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers, double
 
 // Deals the prepared jobs to `parallel` workers by their parts' costs, from the shapes the
 // base's first run showed, and prepares each worker's merged graph and executor.
+// A cut's values the base lacks are the Q/DQ a variant adds (costed by their inputs), so the
+// base's declarations stand in for its variant's, which slim() dropped.
 Expected<std::vector<Group>> deal(std::vector<Job>& jobs, const Evaluator& ev, int parallel,
-                                  double base_cost, const SeenShapes& seen) {
-  for (Job& job : jobs) job.cost = estimated_cost(job.part(), job.variant->graph, seen);
+                                  double base_cost, const ir::Graph& base, const SeenShapes& seen) {
+  for (Job& job : jobs) {
+    job.cost = estimated_cost(job.part(), job.cut ? base : job.variant->graph, seen);
+  }
   std::vector<Group> groups = make_groups(jobs, parallel, base_cost);
   const int threads = std::max(1, ev.threads() / static_cast<int>(groups.size()));
   parallel_for(groups.size(), parallel, [&](size_t i) {
@@ -462,7 +478,7 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   const SeenShapes seen = recorder.take();
   const double base_cost =
       base_exec && overlap_base(ev, parallel, o.overlap) ? estimated_cost(base, base.graph, seen) : 0.0;
-  PTQ_ASSIGN_OR_RETURN(std::vector<Group> groups, deal(jobs, ev, parallel, base_cost, seen));
+  PTQ_ASSIGN_OR_RETURN(std::vector<Group> groups, deal(jobs, ev, parallel, base_cost, base.graph, seen));
 
   Evaluator::Tally quantized_tally;
   const int64_t units = static_cast<int64_t>(plan.units.size());
