@@ -199,22 +199,36 @@ void slim(ir::Model& variant) {
   variant.graph.inferred = {};
 }
 
-// The variant's constant nodes are folded (as the base's are) before the cut.
-// `cuts`: null without reuse.
-Status prepare_job(Job& job, const ir::Model& borrowed, const CutMaker* cuts,
-                   const Quantizer& quantizer, ConstantFolder& folder) {
+// The job's variant, its constant nodes folded (as the base's are).
+Status make_variant(Job& job, const ir::Model& borrowed, const Quantizer& quantizer,
+                    ConstantFolder& folder) {
   PTQ_ASSIGN_OR_RETURN(ir::Model v, quantized_copy(borrowed, quantizer, job.only, job.skip));
   job.variant = std::make_unique<ir::Model>(std::move(v));
-  PTQ_RETURN_IF_ERROR(folder.fold(*job.variant).status());
-  if (cuts != nullptr) {
-    // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
-    auto cut = cuts->cut(*job.variant);
-    if (cut && cut->nodes > 0) {
-      job.cut = std::move(*cut);
-      slim(*job.variant);
-    }
+  return folder.fold(*job.variant).status();
+}
+
+// A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
+void cut_job(Job& job, const CutMaker& cuts) {
+  auto cut = cuts.cut(*job.variant);
+  if (!cut || cut->nodes == 0) return;
+  job.cut = std::move(*cut);
+  slim(*job.variant);
+}
+
+// The base of the cuts, folded: the float model, or (all-but) the fully quantized one, whose
+// run then also scores it. None without reuse in `only` mode (the evaluator's model is it).
+Expected<std::optional<ir::Model>> cut_base(const Evaluator& ev, const ir::Model& borrowed,
+                                            const Quantizer& quantizer, ConstantFolder& folder,
+                                            const SweepOptions& o) {
+  std::optional<ir::Model> base;
+  if (o.mode == Mode::kAllBut) {
+    PTQ_ASSIGN_OR_RETURN(base, quantized_copy(borrowed, quantizer, o.plan.only_units,
+                                              o.plan.skip_units));
+  } else if (o.reuse) {
+    base = borrowing_copy(ev.model());
   }
-  return Status::ok();
+  if (o.reuse) PTQ_RETURN_IF_ERROR(folder.fold(*base).status());
+  return base;
 }
 
 Status prepare_group(Group& g, const std::vector<Job>& jobs, const Evaluator& ev, int threads) {
@@ -435,30 +449,27 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   PTQ_ASSIGN_OR_RETURN(planner::Plan plan, planner.plan(o.plan.only_units, o.plan.skip_units));
   planner::WeightMemo weights(ev.model());  // outlives the variants, which hold views of it
   const Quantizer quantizer{planner, weights};
-  // The base of the cuts: the float model, or (all-but) the fully quantized one, whose run
-  // then also scores it; otherwise the fully quantized model is one more job. The base and
-  // every variant run with their constants folded (fold.h), with reuse or without.
+  // The base and every variant run with their constants folded (fold.h), with reuse or
+  // without. Unless the base's run scores the fully quantized model, that is one more job.
   ConstantFolder folder([&ev](const ir::Model& m, int threads) { return ev.make_executor(m, threads); });
-  std::optional<ir::Model> own_base;
-  if (o.mode == Mode::kAllBut) {
-    PTQ_ASSIGN_OR_RETURN(own_base,
-                         quantized_copy(borrowed, quantizer, o.plan.only_units, o.plan.skip_units));
-  } else if (o.reuse) {
-    own_base = borrowing_copy(ev.model());
-  }
-  if (o.reuse) PTQ_RETURN_IF_ERROR(folder.fold(*own_base).status());
-  const ir::Model& base = own_base ? *own_base : ev.model();
   const bool base_scores_quantized = o.reuse && o.mode == Mode::kAllBut;
-
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
   const int parallel = o.parallel > 0 ? o.parallel : auto_parallel(ev, jobs.size());
-  // Preparing a variant (quantize, fold, cut) is independent of the others: all threads do it.
-  std::optional<CutMaker> cuts;
-  if (o.reuse) cuts.emplace(base);
-  parallel_for(jobs.size(), std::max(parallel, ev.threads()), [&](size_t i) {
-    jobs[i].status = prepare_job(jobs[i], borrowed, cuts ? &*cuts : nullptr, quantizer, folder);
+  // The base and the variants are made independently of each other: all threads make them
+  // (the base first), then cut each variant against the base.
+  const int makers = std::max(parallel, ev.threads());
+  Expected<std::optional<ir::Model>> own_base = std::optional<ir::Model>();
+  parallel_for(jobs.size() + 1, makers, [&](size_t i) {
+    if (i == 0) own_base = cut_base(ev, borrowed, quantizer, folder, o);
+    else jobs[i - 1].status = make_variant(jobs[i - 1], borrowed, quantizer, folder);
   });
+  if (!own_base) return own_base.status();
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
+  const ir::Model& base = *own_base ? **own_base : ev.model();
+  if (o.reuse) {
+    const CutMaker cuts(base);
+    parallel_for(jobs.size(), makers, [&](size_t i) { cut_job(jobs[i], cuts); });
+  }
   // The base runs once per batch and hands over the values at every cut. Its first run also
   // shows the shapes the parts' costs are estimated from (cost.h), which decide the groups.
   // Each worker runs its group on a share of the threads; the base has them all: run between
