@@ -209,13 +209,13 @@ GraphIndex::GraphIndex(const Graph& graph) {
 }
 
 int64_t GraphIndex::producer(std::string_view value) const {
-  auto it = producer_.find(std::string(value));
+  auto it = producer_.find(value);
   return it == producer_.end() ? -1 : static_cast<int64_t>(it->second);
 }
 
 const std::vector<size_t>& GraphIndex::consumers(std::string_view value) const {
   static const std::vector<size_t> kNone;
-  auto it = consumers_.find(std::string(value));
+  auto it = consumers_.find(value);
   return it == consumers_.end() ? kNone : it->second;
 }
 

@@ -2,6 +2,7 @@
 // adds Q/DQ on its inputs and changes its weights; every value upstream keeps the base's bytes,
 // so those nodes need not run again: their outputs at the cut are taken from the base run.
 #include <memory>
+#include <numeric>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -51,12 +52,28 @@ class Values {
     return i < 0 ? nullptr : initializer_[static_cast<size_t>(i)];
   }
   int64_t producer(size_t id) const { return producer_[id]; }
+  // The nodes in file order when that is a topological order (apply() and the folder keep a
+  // sorted model so), else empty: ir::topological_order() then sorts them or names the fault.
+  std::vector<size_t> file_order(const ir::Graph& g) const {
+    if (clash_) return {};
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      for (const std::string& in : g.nodes[n].inputs) {
+        if (in.empty()) continue;
+        const int64_t i = id(in);
+        if (i < 0 || producer_[static_cast<size_t>(i)] >= static_cast<int64_t>(n)) return {};
+      }
+    }
+    std::vector<size_t> order(g.nodes.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    return order;
+  }
 
  private:
   void add(std::string_view name, const ir::Tensor* init, int64_t node) {
     if (name.empty()) return;
     auto [it, fresh] = ids_.emplace(name, initializer_.size());
     if (!fresh) {
+      clash_ = clash_ || node >= 0;  // a second producer, or a node output named as an input
       if (init != nullptr) initializer_[it->second] = init;
       if (node >= 0) producer_[it->second] = node;
       return;
@@ -68,6 +85,7 @@ class Values {
   std::unordered_map<std::string_view, size_t> ids_;
   std::vector<const ir::Tensor*> initializer_;  // by id; null when not an initializer
   std::vector<int64_t> producer_;               // by id; -1 when no node produces it
+  bool clash_ = false;
 };
 
 // Flags by value number; a name the graph does not hold reads false.
@@ -172,8 +190,11 @@ Expected<Cut> CutMaker::cut(const ir::Model& variant) const {
   const ir::Model& base = base_;
   const ir::GraphIndex& base_index = index_->producers;
   const Initializers& base_inits = index_->initializers;
-  PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(variant.graph));
   const Values values(variant.graph);
+  std::vector<size_t> order = values.file_order(variant.graph);
+  if (order.empty() && !variant.graph.nodes.empty()) {
+    PTQ_ASSIGN_OR_RETURN(order, ir::topological_order(variant.graph));
+  }
 
   ValueFlags changed{values};  // values that differ from the base's
   std::vector<bool> in_cut(variant.graph.nodes.size(), false);

@@ -251,6 +251,26 @@ TEST(MakeCut, RecomputesShapeValues) {
   EXPECT_NE(std::find(ops.begin(), ops.end(), "Reshape"), ops.end());
   EXPECT_EQ(std::find(ops.begin(), ops.end(), "Relu"), ops.end());
   EXPECT_EQ(cut->sub_output, std::vector<int64_t>{0});
+
+  // Nodes out of order are sorted first: the same nodes are cut (in an order of their own).
+  // A value with two producers is an error.
+  auto names = [](const Cut& c) {
+    std::vector<std::string> v;
+    for (const ir::Node& n : c.sub.graph.nodes) v.push_back(n.name);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  ir::Model shuffled = *variant;
+  std::reverse(shuffled.graph.nodes.begin(), shuffled.graph.nodes.end());
+  auto again = make_cut(m, shuffled);
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again->boundary, cut->boundary);
+  EXPECT_EQ(names(*again), names(*cut));
+  ir::Model twice = *variant;
+  twice.graph.nodes.push_back(twice.graph.nodes.back());
+  auto bad = make_cut(m, twice);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("two producers"), std::string::npos) << bad.status().message();
 }
 
 TEST(SensitivityNames, ParseAndRoundTrip) {

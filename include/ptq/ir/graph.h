@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -170,6 +172,13 @@ struct Model {
 };
 
 // Producer and consumer lookup over a graph; invalidated by edits to the graph's nodes.
+// Hashes std::string keys and string_view lookups alike (maps declared with std::equal_to<>
+// then find a string_view without making a std::string of it).
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 class GraphIndex {
  public:
   explicit GraphIndex(const Graph& graph);
@@ -179,8 +188,8 @@ class GraphIndex {
   const std::vector<size_t>& consumers(std::string_view value) const;
 
  private:
-  std::unordered_map<std::string, size_t> producer_;
-  std::unordered_map<std::string, std::vector<size_t>> consumers_;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> producer_;
+  std::unordered_map<std::string, std::vector<size_t>, StringHash, std::equal_to<>> consumers_;
 };
 
 // Node indices in an order where every node comes after its producers. Errors name the node on
