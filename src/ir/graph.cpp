@@ -111,6 +111,10 @@ void Graph::set_initializer(std::string value_name, Tensor tensor) {
   initializers_.push_back({std::move(value_name), std::move(tensor), {}});
 }
 
+void Graph::add_initializer(std::string value_name, Tensor tensor) {
+  initializers_.push_back({std::move(value_name), std::move(tensor), {}});
+}
+
 bool Graph::remove_initializer(std::string_view value_name) {
   auto it = std::find_if(initializers_.begin(), initializers_.end(),
                          [&](const Initializer& i) { return i.name == value_name; });

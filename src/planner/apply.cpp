@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -104,12 +106,12 @@ class Rewriter {
     }
     s.scale_name = names_.fresh(group + "_scale");
     s.zp_name = names_.fresh(group + "_zero_point");
-    g_.set_initializer(s.scale_name, ir::make_tensor<float>({}, {s.scale}));
+    g_.add_initializer(s.scale_name, ir::make_tensor<float>({}, {s.scale}));
     if (uint8) {
-      g_.set_initializer(s.zp_name,
+      g_.add_initializer(s.zp_name,
                          ir::make_tensor<uint8_t>({}, {static_cast<uint8_t>(s.zero_point)}));
     } else {
-      g_.set_initializer(s.zp_name, ir::make_tensor<int8_t>({}, {int8_t{0}}));
+      g_.add_initializer(s.zp_name, ir::make_tensor<int8_t>({}, {int8_t{0}}));
     }
     return act_scales_.emplace(group, std::move(s)).first->second;
   }
@@ -188,8 +190,8 @@ class Rewriter {
     const std::string dq_out = names_.fresh(name + "_DequantizeLinear_Output");
     // Before set_initializer moves `w`.
     ir::Tensor q = memo_ ? memo_->quantized(w, axis, s) : quantize_weights(w, axis, s);
-    g_.set_initializer(scale_name, scales_tensor(s, per_channel));
-    g_.set_initializer(zp_name, zeros(ir::DType::kInt8, zp_shape));
+    g_.add_initializer(scale_name, scales_tensor(s, per_channel));
+    g_.add_initializer(zp_name, zeros(ir::DType::kInt8, zp_shape));
     std::vector<ir::Node>& chain = chains_[dq_out];
     std::string dq_in;
     if (plan_.options.weights_float) {
@@ -199,7 +201,7 @@ class Rewriter {
       result_.quantize_nodes += 1;
     } else {
       dq_in = names_.fresh(name + "_quantized");
-      g_.set_initializer(dq_in, std::move(q));
+      g_.add_initializer(dq_in, std::move(q));
       replaced_.insert(name);
     }
     chain.push_back(qdq_node("DequantizeLinear", names_.fresh(name + "_DequantizeLinear"),
@@ -221,9 +223,9 @@ class Rewriter {
     const std::string scale_name = names_.fresh(name + "_quantized_scale");
     const std::string zp_name = names_.fresh(name + "_quantized_zero_point");
     const std::string dq_out = names_.fresh(name + "_DequantizeLinear_Output");
-    g_.set_initializer(q_name, std::move(q));
-    g_.set_initializer(scale_name, ir::make_tensor<float>({n}, bias_scales));
-    g_.set_initializer(zp_name, zeros(ir::DType::kInt32, {n}));
+    g_.add_initializer(q_name, std::move(q));
+    g_.add_initializer(scale_name, ir::make_tensor<float>({n}, bias_scales));
+    g_.add_initializer(zp_name, zeros(ir::DType::kInt32, {n}));
     chains_[dq_out].push_back(qdq_node("DequantizeLinear",
                                         names_.fresh(name + "_quantized_DequantizeLinear"),
                                         {q_name, scale_name, zp_name}, dq_out, 0));
@@ -259,22 +261,44 @@ class Rewriter {
     dead_.assign(g_.nodes.size(), false);
   }
 
-  // Drops weights, biases and BN parameters nothing reads any more, and stale declarations.
-  void cleanup() {
+  // The replaced values nothing reads any more (no node, no graph output), in name order.
+  std::vector<std::string> unread_replaced() const {
+    std::unordered_set<std::string_view> unread;
     for (const std::string& name : replaced_) {
-      if (name.empty() || count_uses(g_, name, dead_) > 0) continue;
-      if (g_.remove_initializer(name)) {
-        std::erase_if(g_.inputs, [&](const ir::ValueInfo& v) { return v.name == name; });
-      }
-      std::erase_if(g_.nodes, [&](const ir::Node& node) {
-        return node.op_type == "Constant" && !node.outputs.empty() && node.outputs[0] == name;
-      });
-      gone_values_.push_back(name);
+      if (!name.empty()) unread.insert(name);
     }
-    for (const std::string& name : gone_values_) {
-      for (auto* list : {&g_.value_info, &g_.inferred}) {
-        std::erase_if(*list, [&](const ir::ValueInfo& v) { return v.name == name; });
-      }
+    for (const ir::ValueInfo& v : g_.outputs) unread.erase(v.name);
+    for (size_t n = 0; n < g_.nodes.size() && !unread.empty(); ++n) {
+      if (n < dead_.size() && dead_[n]) continue;
+      for (const std::string& in : g_.nodes[n].inputs) unread.erase(in);
+    }
+    std::vector<std::string> out;
+    for (const std::string& name : replaced_) {
+      if (unread.contains(name)) out.push_back(name);
+    }
+    return out;
+  }
+
+  // Drops weights, biases and BN parameters nothing reads any more, and stale declarations:
+  // one pass over each list for all of them.
+  void cleanup() {
+    const std::vector<std::string> unread = unread_replaced();
+    const std::unordered_set<std::string_view> drop(unread.begin(), unread.end());
+    std::unordered_set<std::string_view> dropped_inits;
+    std::erase_if(g_.mutable_initializers(), [&](const ir::Initializer& i) {
+      const auto it = drop.find(i.name);
+      if (it == drop.end()) return false;
+      dropped_inits.insert(*it);  // a view of `unread`, which outlives the erased name
+      return true;
+    });
+    std::erase_if(g_.inputs, [&](const ir::ValueInfo& v) { return dropped_inits.contains(v.name); });
+    std::erase_if(g_.nodes, [&](const ir::Node& node) {
+      return node.op_type == "Constant" && !node.outputs.empty() && drop.contains(node.outputs[0]);
+    });
+    gone_values_.insert(gone_values_.end(), unread.begin(), unread.end());
+    const std::unordered_set<std::string_view> gone(gone_values_.begin(), gone_values_.end());
+    for (auto* list : {&g_.value_info, &g_.inferred}) {
+      std::erase_if(*list, [&](const ir::ValueInfo& v) { return gone.contains(v.name); });
     }
   }
 

@@ -186,6 +186,34 @@ TEST(Weights, MemoNamesMatchApplysAndAvoidTheCopysOwn) {
   for (const ir::Node& n : own.graph.nodes) EXPECT_NE(n.outputs.front(), taken) << n.name;
 }
 
+// A weight replaced by its int8 copy leaves no trace: not an initializer, not a graph input
+// (IR < 4 lists initializers as inputs), no declaration; the real input stays.
+TEST(Weights, ReplacedWeightLeavesNoDeclarations) {
+  Builder b;
+  b.input("x", {1, 16, 8, 8});
+  const std::string w = b.weight("W", {16, 16, 3, 3});
+  b.node("Conv", "conv", {"x", w}, {"y"});
+  b.output("y");
+  const auto table = b.table();
+  ir::ValueInfo declared;
+  declared.name = w;
+  declared.type.dtype = ir::DType::kFloat32;
+  b.g().inputs.push_back(declared);
+  b.g().value_info.push_back(declared);
+  b.g().inferred.push_back(declared);
+  quantize_ok(b.model, table);
+  const ir::Graph& g = b.model.graph;
+  EXPECT_EQ(g.initializer(w), nullptr);
+  auto named = [&](const std::vector<ir::ValueInfo>& list, const std::string& name) {
+    return std::count_if(list.begin(), list.end(), [&](const ir::ValueInfo& v) { return v.name == name; });
+  };
+  EXPECT_EQ(named(g.inputs, w), 0);
+  EXPECT_EQ(named(g.value_info, w), 0);
+  EXPECT_EQ(named(g.inferred, w), 0);
+  EXPECT_EQ(named(g.inputs, "x"), 1);
+  EXPECT_EQ(count_op(b.model, "DequantizeLinear"), 2);  // x and W
+}
+
 //   x ─► conv (W from a Constant node) ─► bn ─► y
 TEST(Weights, FromConstantNodes) {
   Builder b;

@@ -131,6 +131,9 @@ class Graph {
   Tensor* mutable_initializer(std::string_view value_name);
   // Adds or replaces.
   void set_initializer(std::string value_name, Tensor tensor);
+  // Adds one under a name no initializer has yet (a fresh one): set_initializer() without the
+  // search, for a caller adding many.
+  void add_initializer(std::string value_name, Tensor tensor);
   bool remove_initializer(std::string_view value_name);
 
   // Declared type of a value from inputs, outputs, value_info or initializers; null if none.
