@@ -167,6 +167,11 @@ class Executor {
   // at the address of a destroyed one.
   virtual void forget_observers() = 0;
   virtual RunStats last_run_stats() const = 0;
+  // The shape of every value the last run fed or computed, by name, in plan order: what an
+  // observer wanting them all would be shown, without one (which would keep fused kernels
+  // apart). A value a fused kernel hides has its chain's output shape. Empty from a backend
+  // that does not track them.
+  virtual std::vector<std::pair<std::string, ir::Shape>> value_shapes() const { return {}; }
 };
 
 // The default-domain op types of `model` that `backend` cannot run, sorted and unique.

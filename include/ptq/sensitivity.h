@@ -128,6 +128,11 @@ class Evaluator {
   double float_pass_cpu_seconds() const { return float_pass_cpu_seconds_; }
   // Activation bytes the FP32 run held (its executor's pool): a worker's scale.
   int64_t float_pool_bytes() const { return float_pool_bytes_; }
+  // The shape of every value of the FP32 model in its run's last batch
+  // (Executor::value_shapes(); empty where the backend does not tell them).
+  const std::vector<std::pair<std::string, ir::Shape>>& value_shapes() const {
+    return value_shapes_;
+  }
 
  private:
   const ir::Model* model_ = nullptr;
@@ -140,6 +145,7 @@ class Evaluator {
   double float_pass_seconds_ = 0.0;
   double float_pass_cpu_seconds_ = 0.0;
   int64_t float_pool_bytes_ = 0;
+  std::vector<std::pair<std::string, ir::Shape>> value_shapes_;
 };
 
 // ---- Prefix reuse ---------------------------------------------------------------------------

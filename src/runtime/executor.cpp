@@ -73,6 +73,7 @@ class PlanExecutor final : public Executor {
                                      std::span<Observer* const> observers) override;
   void forget_observers() override { wanted_.clear(); }
   RunStats last_run_stats() const override { return stats_; }
+  std::vector<std::pair<std::string, ir::Shape>> value_shapes() const override;
 
  private:
   Status bind_inputs(const NamedTensors& inputs);
@@ -86,6 +87,7 @@ class PlanExecutor final : public Executor {
   Status prepare_observers(std::span<Observer* const> observers);
   Status observe(int32_t id, std::span<Observer* const> observers);
   void clear();
+  void note_shape(int32_t id, int32_t like);
   using TimePoint = std::chrono::steady_clock::time_point;
   void note_time(size_t i, TimePoint t0, TimePoint t1);
 
@@ -100,6 +102,8 @@ class PlanExecutor final : public Executor {
   bool scheduled_ = false;
   PoolAllocator pool_;
   std::vector<Slot> slots_;
+  std::vector<ir::Shape> shapes_;  // by value id, from the last run (value_shapes())
+  std::vector<char> shaped_;       // by value id: shapes_ holds the last run's
   // Per observer (by address): which value ids it wants.
   std::unordered_map<const Observer*, std::vector<bool>> wanted_;
   std::vector<bool> any_wanted_;
@@ -299,6 +303,22 @@ void PlanExecutor::note_time(size_t i, TimePoint t0, TimePoint t1) {
   times_.add(i, schedule_.size(), node.label() + (alone ? "" : " (fused)"), node.op_type, t0, t1);
 }
 
+// Keeps the shape of value `like` (set in this run) as `id`'s.
+void PlanExecutor::note_shape(int32_t id, int32_t like) {
+  if (id < 0 || like < 0 || !slots_[like].set) return;
+  const ir::Shape& s = slots_[like].tensor.shape();
+  shapes_[id].assign(s.begin(), s.end());  // no allocation once a run has sized it
+  shaped_[id] = 1;
+}
+
+std::vector<std::pair<std::string, ir::Shape>> PlanExecutor::value_shapes() const {
+  std::vector<std::pair<std::string, ir::Shape>> out;
+  for (size_t id = 0; id < shaped_.size(); ++id) {
+    if (shaped_[id]) out.emplace_back(plan_.values[id].name, shapes_[id]);
+  }
+  return out;
+}
+
 void PlanExecutor::clear() {
   for (size_t id = 0; id < slots_.size(); ++id) {
     if (slots_[id].set || slots_[id].block != nullptr) release(static_cast<int32_t>(id));
@@ -323,6 +343,8 @@ std::vector<int64_t> PlanExecutor::pool_key() const {
 Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, NamedTensors reuse,
                                                  std::span<Observer* const> observers) {
   slots_.assign(plan_.values.size(), Slot{});
+  shapes_.resize(plan_.values.size());
+  shaped_.assign(plan_.values.size(), 0);
   fused_ = 0;
   bool began = false;
   Status st = [&]() -> Status {
@@ -331,6 +353,7 @@ Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, Nam
     choose_schedule();
     pool_.begin_run(pool_key());
     began = true;
+    for (int32_t id : plan_.real_inputs) note_shape(id, id);
     for (int32_t id : plan_.real_inputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
     for (int32_t id : plan_.constants) PTQ_RETURN_IF_ERROR(observe(id, observers));
     for (size_t i = 0; i < schedule_.size(); ++i) {
@@ -344,6 +367,10 @@ Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, Nam
       }
       const auto t1 = times_.on() ? std::chrono::steady_clock::now() : TimePoint{};
       const PlanStep& io = alone ? plan_.steps[item.step] : chains_[item.chain].io;
+      for (int32_t id : io.outputs) note_shape(id, id);
+      if (!alone) {
+        for (int32_t id : chains_[item.chain].hidden) note_shape(id, io.outputs[0]);
+      }
       for (int32_t id : io.outputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
       for (int32_t id : item.release) release(id);
       if (times_.on()) note_time(i, t0, t1);

@@ -156,6 +156,7 @@ Expected<Evaluator> Evaluator::create(const ir::Model& model, ExecutorFactory ex
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ev.float_pass_cpu_seconds_ = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   ev.float_pool_bytes_ = exec->last_run_stats().pool_bytes;
+  ev.value_shapes_ = exec->value_shapes();
   if (!ev.reference_.empty() && ev.reference_.front().empty()) {
     return invalid_input("the model has no outputs");
   }

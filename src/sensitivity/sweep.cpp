@@ -371,8 +371,8 @@ std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers, double
   return groups;
 }
 
-// Deals the prepared jobs to `parallel` workers by their parts' costs, from the shapes the
-// base's first run showed, and prepares each worker's merged graph and executor.
+// Deals the prepared jobs to `parallel` workers by their parts' costs, from the shapes `seen`,
+// and prepares each worker's merged graph and executor.
 // A cut's values the base lacks are the Q/DQ a variant adds (costed by their inputs), so the
 // base's declarations stand in for its variant's, which slim() dropped.
 Expected<std::vector<Group>> deal(std::vector<Job>& jobs, const Evaluator& ev, int parallel,
@@ -387,6 +387,42 @@ Expected<std::vector<Group>> deal(std::vector<Job>& jobs, const Evaluator& ev, i
   });
   for (const Group& g : groups) PTQ_RETURN_IF_ERROR(g.status);
   return groups;
+}
+
+// Batch 0 fed (its base run included) and the workers' groups made.
+struct Start {
+  Fed first;
+  std::vector<Group> groups;
+};
+
+// The groups are dealt by the parts' costs from the shapes of the evaluator's FP32 run, and the
+// base's first run overlaps the making of their executors (neither keeps every core busy).
+// Where the evaluator's executors do not tell shapes, the base's first run shows them to an
+// observer (which keeps its fused kernels apart) and the groups are made after it.
+Expected<Start> start(std::vector<Job>& jobs, const Evaluator& ev, int parallel,
+                      const BaseExec& base_run, const ir::Model& base, bool overlap) {
+  SeenShapes seen(ev.value_shapes().begin(), ev.value_shapes().end());
+  auto base_cost = [&] {
+    return base_run.exec != nullptr && overlap ? estimated_cost(base, base.graph, seen) : 0.0;
+  };
+  Start s;
+  if (seen.empty()) {
+    ShapeRecorder recorder;
+    runtime::Observer* observers[] = {&recorder};
+    PTQ_ASSIGN_OR_RETURN(s.first, feed(ev, base_run, 0, {}, observers));
+    seen = recorder.take();
+    PTQ_ASSIGN_OR_RETURN(s.groups, deal(jobs, ev, parallel, base_cost(), base.graph, seen));
+    return s;
+  }
+  Expected<Fed> first = Fed{};
+  std::thread feeder([&] { first = feed(ev, base_run, 0); });
+  Expected<std::vector<Group>> groups = deal(jobs, ev, parallel, base_cost(), base.graph, seen);
+  feeder.join();
+  if (!first) return first.status();
+  if (!groups) return groups.status();
+  s.first = std::move(*first);
+  s.groups = std::move(*groups);
+  return s;
 }
 
 // Each unit's score, ranked, once every batch has run.
@@ -470,11 +506,10 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
     const CutMaker cuts(base);
     parallel_for(jobs.size(), makers, [&](size_t i) { cut_job(jobs[i], cuts); });
   }
-  // The base runs once per batch and hands over the values at every cut. Its first run also
-  // shows the shapes the parts' costs are estimated from (cost.h), which decide the groups.
-  // Each worker runs its group on a share of the threads; the base has them all: run between
-  // batches it uses them, and run by a worker after its cuts (overlap_base) its helpers take a
-  // core another worker leaves idle.
+  // The base runs once per batch and hands over the values at every cut. Each worker runs its
+  // group on a share of the threads; the base has them all: run between batches it uses them,
+  // and run by a worker after its cuts (overlap_base) its helpers take a core another worker
+  // leaves idle.
   std::optional<ir::Model> tapped;  // outlives base_exec, which borrows it
   std::unique_ptr<runtime::Executor> base_exec;
   if (o.reuse) {
@@ -483,17 +518,13 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   }
   const BaseExec base_run{base_exec.get(), tapped ? &tapped->graph : nullptr,
                           base.graph.outputs.size()};
-  ShapeRecorder recorder;
-  runtime::Observer* observers[] = {&recorder};
-  PTQ_ASSIGN_OR_RETURN(Fed first, feed(ev, base_run, 0, {}, observers));
-  const SeenShapes seen = recorder.take();
-  const double base_cost =
-      base_exec && overlap_base(ev, parallel, o.overlap) ? estimated_cost(base, base.graph, seen) : 0.0;
-  PTQ_ASSIGN_OR_RETURN(std::vector<Group> groups, deal(jobs, ev, parallel, base_cost, base.graph, seen));
+  PTQ_ASSIGN_OR_RETURN(Start started, start(jobs, ev, parallel, base_run, base,
+                                             overlap_base(ev, parallel, o.overlap)));
+  std::vector<Group>& groups = started.groups;
 
   Evaluator::Tally quantized_tally;
   const int64_t units = static_cast<int64_t>(plan.units.size());
-  PTQ_RETURN_IF_ERROR(run_batches({groups, jobs, ev, parallel, base_run}, std::move(first),
+  PTQ_RETURN_IF_ERROR(run_batches({groups, jobs, ev, parallel, base_run}, std::move(started.first),
                                   base_scores_quantized ? &quantized_tally : nullptr,
                                   [&](int64_t b) {
                                     if (o.progress) o.progress((b + 1) * units, ev.num_batches() * units);

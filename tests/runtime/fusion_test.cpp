@@ -281,6 +281,34 @@ TEST(Fusion, ObservedTensorsAreMadeAndShown) {
   }
 }
 
+// value_shapes() after a fused run (no observer, every chain fused) gives each value the shape
+// an observer of an unfused run is shown, hidden values included; a second run with another
+// batch replaces them.
+TEST(Fusion, ValueShapesMatchWhatAnObserverSees) {
+  std::mt19937 rng(12);
+  ir::Model m = residual_block(rng);
+  (*m.graph.inputs[0].type.dims)[0] = ir::Dim::symbol("N");
+  const std::vector<std::string> all = {"x", "a", "ar", "b", "r", "s", "y"};
+  auto backend = make_cpu_backend();
+  auto exec = Executor::create(m, *backend, ExecutorOptions{1});
+  ASSERT_TRUE(exec.has_value());
+  for (const int64_t batch : {1, 3}) {
+    const NamedTensors in = input(rng, {batch, 4, 8, 8}, false);
+    ASSERT_TRUE((*exec)->run(in).has_value());
+    EXPECT_EQ((*exec)->last_run_stats().fused, 3);
+    const auto shapes = (*exec)->value_shapes();
+    Keeper apart_seen(all);
+    Observer* u[] = {&apart_seen};
+    run(m, in, false, 1, u);
+    ASSERT_EQ(shapes.size(), all.size());
+    for (const auto& [name, shape] : shapes) {
+      ASSERT_TRUE(apart_seen.seen.count(name)) << name;
+      EXPECT_EQ(shape, apart_seen.seen[name].shape()) << name;
+      EXPECT_EQ(shape[0], batch) << name;
+    }
+  }
+}
+
 // One executor alternating runs with and without an observer: each set of chains gets its own
 // memory plan, and the results never change.
 TEST(Fusion, AlternatingObserversKeepResults) {
