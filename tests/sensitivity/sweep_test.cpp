@@ -21,8 +21,10 @@ using ptq::sensitivity::testing::random_tensor;
 
 class SweepTest : public ::testing::Test {
  protected:
+  virtual ir::Model make_model() const { return outlier_model(); }
+
   void SetUp() override {
-    model_ = outlier_model();
+    model_ = make_model();
     dir_ = fs::temp_directory_path() / ("ptq_sens_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     std::mt19937 gen(11);
@@ -178,6 +180,51 @@ TEST_F(SweepTest, SweepScoreEqualsWholeVariantScore) {
     EXPECT_NEAR(s->value, l.score.value, 1e-6 * std::abs(s->value)) << l.name;
   }
   EXPECT_TRUE(std::isinf(ev.float_score().value));
+}
+
+// The outlier model with convC's weight and fc's bias given by Constant nodes (a `value` tensor
+// and `value_floats`): the sweep reads those as initializers, and every unit's score still
+// equals that of the model quantized as written, in both modes.
+class ConstantNodeSweepTest : public SweepTest {
+ protected:
+  ir::Model make_model() const override {
+    ir::Model m = outlier_model();
+    ir::Graph& g = m.graph;
+    ir::Node w = testing::node("convC_w", "Constant", {}, "convC.w");
+    ir::Attribute value;
+    value.name = "value";
+    value.type = ir::AttrType::kTensor;
+    value.t = *g.initializer("convC.w");
+    w.set_attr(value);
+    ir::Node b = testing::node("fc_b", "Constant", {}, "fc.b");
+    ir::Attribute floats;
+    floats.name = "value_floats";
+    floats.type = ir::AttrType::kFloats;
+    const auto bias = g.initializer("fc.b")->span<float>();
+    floats.floats.assign(bias.begin(), bias.end());
+    b.set_attr(floats);
+    g.remove_initializer("convC.w");
+    g.remove_initializer("fc.b");
+    g.nodes.insert(g.nodes.begin(), {w, b});
+    return m;
+  }
+};
+
+TEST_F(ConstantNodeSweepTest, ScoresEqualWholeVariantScores) {
+  Evaluator ev = evaluator(Metric::kSqnr);
+  for (Mode mode : {Mode::kOnly, Mode::kAllBut}) {
+    SweepResult r = run(ev, mode, true, 2);
+    ASSERT_EQ(r.layers.size(), 5u);  // convA, convB, convC, gap, fc
+    for (const auto& l : r.layers) {
+      planner::PlanOptions p;
+      (mode == Mode::kOnly ? p.only_units : p.skip_units) = {l.name};
+      ir::Model m = model_;
+      ASSERT_TRUE(planner::quantize(m, table_, p));
+      auto s = ev.evaluate(m);
+      ASSERT_TRUE(s);
+      EXPECT_NEAR(s->value, l.score.value, 1e-6 * std::abs(s->value)) << l.name;
+    }
+  }
 }
 
 TEST_F(SweepTest, SelectionMeetsSqnrTarget) {
