@@ -19,6 +19,7 @@
 #include "cost.h"
 #include "fold.h"
 #include "merge.h"
+#include "rewire.h"
 #include "ptq/ir/constant_attr.h"
 #include "ptq/sensitivity.h"
 
@@ -30,6 +31,9 @@ struct Job {
   std::string name;                      // the unit's ("" for the fully quantized model)
   std::vector<std::string> only, skip;   // the units the variant quantizes, or leaves float
   std::unique_ptr<ir::Model> variant;  // stable address: the cut borrows its initializers
+  // All-but with reuse: the base's edges the variant drops, when its variant is the base minus
+  // those (rewire.h); it is then made from the base once that exists.
+  std::optional<std::vector<const planner::QuantEdge*>> from_base;
   std::optional<Cut> cut;
   double cost = 0.0;  // estimated_cost() of the part
   Evaluator::Tally tally;
@@ -227,20 +231,49 @@ void slim(ir::Model& variant) {
   variant.graph.inferred = {};
 }
 
-// The job's variant, its constant nodes folded (as the base's are).
+// The job's variant, its constant nodes folded (as the base's are). Given the plan of the
+// base (all-but with reuse), a variant that is the base minus some edges is only marked
+// (Job::from_base): cut_job() makes it from the base.
 Status make_variant(Job& job, const ir::Model& borrowed, const Quantizer& quantizer,
-                    ConstantFolder& folder) {
-  PTQ_ASSIGN_OR_RETURN(ir::Model v, quantized_copy(borrowed, quantizer, job.only, job.skip));
-  job.variant = std::make_unique<ir::Model>(std::move(v));
+                    ConstantFolder& folder, const planner::Plan* base_plan) {
+  PTQ_ASSIGN_OR_RETURN(planner::Plan plan, quantizer.planner.plan(job.only, job.skip));
+  if (base_plan != nullptr) {
+    job.from_base = dropped_edges(*base_plan, plan);
+    if (job.from_base) return Status::ok();
+  }
+  ir::Model m = borrowed;
+  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult r, planner::apply(m, plan, &quantizer.weights));
+  (void)r;
+  job.variant = std::make_unique<ir::Model>(std::move(m));
   return folder.fold(*job.variant).status();
 }
 
+// What a variant made from the base needs: the base (folded), its producers, the planned
+// model, and (where the base lacks a value the plan names) what makes a variant otherwise.
+struct FromBase {
+  const ir::Model& base;
+  const ir::GraphIndex index;
+  const ir::Model& borrowed;
+  const Quantizer& quantizer;
+  ConstantFolder& folder;
+};
+
 // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
-void cut_job(Job& job, const CutMaker& cuts) {
+// `from`: given where a job may be made from the base.
+Status cut_job(Job& job, const CutMaker& cuts, const FromBase* from) {
+  if (job.from_base && from != nullptr) {
+    std::optional<ir::Model> m = rewired_base(from->base, from->index, from->borrowed, *job.from_base);
+    if (m) {
+      job.variant = std::make_unique<ir::Model>(std::move(*m));
+    } else {
+      PTQ_RETURN_IF_ERROR(make_variant(job, from->borrowed, from->quantizer, from->folder, nullptr));
+    }
+  }
   auto cut = cuts.cut(*job.variant);
-  if (!cut || cut->nodes == 0) return;
+  if (!cut || cut->nodes == 0) return Status::ok();
   job.cut = std::move(*cut);
   slim(*job.variant);
+  return Status::ok();
 }
 
 // The base of the cuts, folded: the float model, or (all-but) the fully quantized one, whose
@@ -520,19 +553,26 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
   const int parallel = o.parallel > 0 ? o.parallel : auto_parallel(ev, jobs.size());
   // The base and the variants are made independently of each other: all threads make them
-  // (the base first), then cut each variant against the base.
+  // (the base first), then cut each variant against the base. An all-but variant that is the
+  // base minus its unit's Q/DQ is made from the base then (rewire.h).
   const int makers = std::max(parallel, ev.threads());
+  const planner::Plan* base_plan = base_scores_quantized ? &plan : nullptr;
   Expected<std::optional<ir::Model>> own_base = std::optional<ir::Model>();
   parallel_for(jobs.size() + 1, makers, [&](size_t i) {
     if (i == 0) own_base = cut_base(borrowed, quantizer, folder, o);
-    else jobs[i - 1].status = make_variant(jobs[i - 1], borrowed, quantizer, folder);
+    else jobs[i - 1].status = make_variant(jobs[i - 1], borrowed, quantizer, folder, base_plan);
   });
   if (!own_base) return own_base.status();
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
   const ir::Model& base = *own_base ? **own_base : ev.model();
   if (o.reuse) {
     const CutMaker cuts(base);
-    parallel_for(jobs.size(), makers, [&](size_t i) { cut_job(jobs[i], cuts); });
+    std::optional<FromBase> from;
+    if (base_plan != nullptr) from.emplace(base, ir::GraphIndex(base.graph), borrowed, quantizer, folder);
+    parallel_for(jobs.size(), makers, [&](size_t i) {
+      jobs[i].status = cut_job(jobs[i], cuts, from ? &*from : nullptr);
+    });
+    for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
   }
   // The base runs once per batch and hands over the values at every cut. Each worker runs its
   // group on a share of the threads; the base has them all: run between batches it uses them,
