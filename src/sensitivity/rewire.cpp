@@ -1,6 +1,7 @@
 // dropped_edges(), rewired_base(): see rewire.h.
 #include "rewire.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string_view>
@@ -53,32 +54,53 @@ bool biases_follow_weights(const std::vector<QuantEdge>& edges, const std::set<S
   return true;
 }
 
-}  // namespace
+// The edges of `full` that `variant` keeps and those it drops.
+struct Split {
+  std::vector<const QuantEdge*> kept, dropped;
+};
 
-std::optional<std::vector<const QuantEdge*>> dropped_edges(const Plan& base, const Plan& variant) {
-  if (!base.folds.empty() || !variant.folds.empty() || base.node_count != variant.node_count) {
+// `full`'s edges split by `variant`, when every edge of `variant` is one of `full`'s with the
+// same scale, neither plan folds a BatchNormalization, and no weight or bias is read by a kept
+// edge and a dropped one (its scales may have been widened for the dropped one's bias);
+// nullopt otherwise.
+std::optional<Split> split_edges(const Plan& full, const Plan& variant) {
+  if (!full.folds.empty() || !variant.folds.empty() || full.node_count != variant.node_count) {
     return std::nullopt;
   }
   std::map<Slot, const QuantEdge*> by_slot;
-  for (const QuantEdge& e : base.edges) by_slot.emplace(Slot{e.node, e.input}, &e);
+  for (const QuantEdge& e : full.edges) by_slot.emplace(Slot{e.node, e.input}, &e);
   std::set<Slot> kept;
   std::unordered_set<std::string_view> kept_constants;  // weights and biases still quantized
+  Split split;
   for (const QuantEdge& e : variant.edges) {
     auto it = by_slot.find({e.node, e.input});
     if (it == by_slot.end() || !same_edge(*it->second, e)) return std::nullopt;
-    if (e.role == Role::kActivation && !same_scale(base, variant, e.tensor)) return std::nullopt;
-    if (e.role != Role::kActivation) kept_constants.insert(e.tensor);
+    if (e.role == Role::kActivation && !same_scale(full, variant, e.tensor)) return std::nullopt;
+    if (e.role != Role::kActivation) kept_constants.insert(it->second->tensor);
     kept.insert({e.node, e.input});
+    split.kept.push_back(it->second);
   }
-  if (!biases_follow_weights(base.edges, kept)) return std::nullopt;
-  std::vector<const QuantEdge*> dropped;
-  for (const QuantEdge& e : base.edges) {
+  if (!biases_follow_weights(full.edges, kept)) return std::nullopt;
+  for (const QuantEdge& e : full.edges) {
     if (kept.contains({e.node, e.input})) continue;
-    // A weight kept for another node keeps scales the dropped node's bias may have widened.
     if (e.role != Role::kActivation && kept_constants.contains(e.tensor)) return std::nullopt;
-    dropped.push_back(&e);
+    split.dropped.push_back(&e);
   }
-  return dropped;
+  return split;
+}
+
+}  // namespace
+
+std::optional<std::vector<const QuantEdge*>> dropped_edges(const Plan& base, const Plan& variant) {
+  std::optional<Split> split = split_edges(base, variant);
+  if (!split) return std::nullopt;
+  return std::move(split->dropped);
+}
+
+std::optional<std::vector<const QuantEdge*>> added_edges(const Plan& quantized, const Plan& variant) {
+  std::optional<Split> split = split_edges(quantized, variant);
+  if (!split) return std::nullopt;
+  return std::move(split->kept);
 }
 
 std::optional<ir::Model> rewired_base(const ir::Model& base, const ir::GraphIndex& base_index,
@@ -100,6 +122,104 @@ std::optional<ir::Model> rewired_base(const ir::Model& base, const ir::GraphInde
     if (t == nullptr) return std::nullopt;
     m.graph.add_initializer(e->tensor, t->view());
   }
+  return m;
+}
+
+namespace {
+
+// The Q -> DQ nodes of `quantized` giving `dq_out` from `tensor`, or null.
+std::optional<std::pair<const ir::Node*, const ir::Node*>> qdq_chain(
+    const ir::Model& quantized, const ir::GraphIndex& index, const std::string& dq_out,
+    const std::string& tensor) {
+  const int64_t d = index.producer(dq_out);
+  if (d < 0) return std::nullopt;
+  const ir::Node& dq = quantized.graph.nodes[static_cast<size_t>(d)];
+  if (dq.op_type != "DequantizeLinear" || dq.inputs.empty()) return std::nullopt;
+  const int64_t q = index.producer(dq.inputs[0]);
+  if (q < 0) return std::nullopt;
+  const ir::Node& qn = quantized.graph.nodes[static_cast<size_t>(q)];
+  if (qn.op_type != "QuantizeLinear" || qn.inputs.empty() || qn.inputs[0] != tensor) return std::nullopt;
+  return std::pair{&qn, &dq};
+}
+
+// Borrows `name` from `from` into `to` unless `to` has it; false when `from` lacks it.
+bool borrow_initializer(ir::Graph& to, const ir::Graph& from, const std::string& name) {
+  if (to.initializer(name) != nullptr) return true;
+  const ir::Tensor* t = from.initializer(name);
+  if (t == nullptr) return false;
+  to.add_initializer(name, t->view());
+  return true;
+}
+
+// An activation's Q -> DQ nodes brought in, and the index of their first reader.
+struct Chain {
+  size_t reader = 0;
+  std::vector<ir::Node> nodes;
+};
+
+// Puts each chain's nodes right before its first reader, in one rewrite of the node list.
+void insert_chains(ir::Graph& g, std::map<std::string, Chain>& chains) {
+  if (chains.empty()) return;
+  std::multimap<size_t, Chain*> before;
+  for (auto& [value, chain] : chains) before.emplace(chain.reader, &chain);
+  std::vector<ir::Node> out;
+  out.reserve(g.nodes.size() + 2 * chains.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    auto [first, last] = before.equal_range(n);
+    for (auto it = first; it != last; ++it) {
+      for (ir::Node& c : it->second->nodes) out.push_back(std::move(c));
+    }
+    out.push_back(std::move(g.nodes[n]));
+  }
+  g.nodes = std::move(out);
+}
+
+}  // namespace
+
+std::optional<ir::Model> with_quantized_edges(const ir::Model& base, const ir::GraphIndex& base_index,
+                                              const ir::Model& quantized,
+                                              const ir::GraphIndex& quantized_index,
+                                              const ir::Model& source,
+                                              const std::vector<const QuantEdge*>& added) {
+  ir::Model m = borrowing_copy(base);
+  std::map<std::string, Chain> chains;  // by DQ output
+  for (const QuantEdge* e : added) {
+    if (e->node >= source.graph.nodes.size() || source.graph.nodes[e->node].outputs.empty()) {
+      return std::nullopt;
+    }
+    const ir::Node& planned = source.graph.nodes[e->node];
+    const int64_t n = base_index.producer(planned.outputs.front());
+    const int64_t nq = quantized_index.producer(planned.outputs.front());  // apply() keeps outputs
+    if (n < 0 || nq < 0) return std::nullopt;
+    ir::Node& node = m.graph.nodes[static_cast<size_t>(n)];
+    const ir::Node& qnode = quantized.graph.nodes[static_cast<size_t>(nq)];
+    if (node.op_type != planned.op_type || qnode.op_type != planned.op_type ||
+        e->input >= node.inputs.size() || e->input >= qnode.inputs.size() ||
+        node.inputs[e->input] != e->tensor) {
+      return std::nullopt;
+    }
+    const std::string& value = qnode.inputs[e->input];
+    node.inputs[e->input] = value;
+    if (e->role != Role::kActivation) {  // a dequantized weight or bias, folded
+      if (!borrow_initializer(m.graph, quantized.graph, value)) return std::nullopt;
+      continue;
+    }
+    auto [it, fresh] = chains.emplace(value, Chain{static_cast<size_t>(n), {}});
+    if (!fresh) {
+      it->second.reader = std::min(it->second.reader, static_cast<size_t>(n));
+      continue;
+    }
+    const auto qdq = qdq_chain(quantized, quantized_index, value, e->tensor);
+    if (!qdq) return std::nullopt;
+    for (const ir::Node* c : {qdq->first, qdq->second}) {
+      for (const std::string& in : c->inputs) {
+        if (in.empty() || in == e->tensor || in == qdq->first->outputs.front()) continue;
+        if (!borrow_initializer(m.graph, quantized.graph, in)) return std::nullopt;
+      }
+      it->second.nodes.push_back(*c);
+    }
+  }
+  insert_chains(m.graph, chains);
   return m;
 }
 

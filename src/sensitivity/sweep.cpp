@@ -31,9 +31,10 @@ struct Job {
   std::string name;                      // the unit's ("" for the fully quantized model)
   std::vector<std::string> only, skip;   // the units the variant quantizes, or leaves float
   std::unique_ptr<ir::Model> variant;  // stable address: the cut borrows its initializers
-  // All-but with reuse: the base's edges the variant drops, when its variant is the base minus
-  // those (rewire.h); it is then made from the base once that exists.
-  std::optional<std::vector<const planner::QuantEdge*>> from_base;
+  // With reuse, edges of the full plan when the variant is made from a model the sweep makes
+  // anyway (rewire.h): all-but, the base's edges it drops; only, the fully quantized model's
+  // edges it keeps. The variant is then made once that model exists (rewire_jobs()).
+  std::optional<std::vector<const planner::QuantEdge*>> rewire;
   std::optional<Cut> cut;
   double cost = 0.0;  // estimated_cost() of the part
   Evaluator::Tally tally;
@@ -231,15 +232,24 @@ void slim(ir::Model& variant) {
   variant.graph.inferred = {};
 }
 
-// The job's variant, its constant nodes folded (as the base's are). Given the plan of the
-// base (all-but with reuse), a variant that is the base minus some edges is only marked
-// (Job::from_base): cut_job() makes it from the base.
+// The plan whose edges a variant's plan is compared with, where variants may be made by
+// rewiring a model the sweep makes anyway (rewire.h): the base in all-but mode, the fully
+// quantized model's job in only mode (made as usual itself).
+struct Rewiring {
+  Mode mode;
+  const planner::Plan& full;
+};
+
+// The job's variant, its constant nodes folded (as the base's are). With `rewiring`, a variant
+// that is a rewiring away from the base or the fully quantized model is only marked
+// (Job::rewire): rewire_jobs() makes it.
 Status make_variant(Job& job, const ir::Model& borrowed, const Quantizer& quantizer,
-                    ConstantFolder& folder, const planner::Plan* base_plan) {
+                    ConstantFolder& folder, const Rewiring* rewiring) {
   PTQ_ASSIGN_OR_RETURN(planner::Plan plan, quantizer.planner.plan(job.only, job.skip));
-  if (base_plan != nullptr) {
-    job.from_base = dropped_edges(*base_plan, plan);
-    if (job.from_base) return Status::ok();
+  if (rewiring != nullptr && !job.name.empty()) {
+    job.rewire = rewiring->mode == Mode::kAllBut ? dropped_edges(rewiring->full, plan)
+                                                 : added_edges(rewiring->full, plan);
+    if (job.rewire) return Status::ok();
   }
   ir::Model m = borrowed;
   PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult r, planner::apply(m, plan, &quantizer.weights));
@@ -248,32 +258,12 @@ Status make_variant(Job& job, const ir::Model& borrowed, const Quantizer& quanti
   return folder.fold(*job.variant).status();
 }
 
-// What a variant made from the base needs: the base (folded), its producers, the planned
-// model, and (where the base lacks a value the plan names) what makes a variant otherwise.
-struct FromBase {
-  const ir::Model& base;
-  const ir::GraphIndex index;
-  const ir::Model& borrowed;
-  const Quantizer& quantizer;
-  ConstantFolder& folder;
-};
-
 // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
-// `from`: given where a job may be made from the base.
-Status cut_job(Job& job, const CutMaker& cuts, const FromBase* from) {
-  if (job.from_base && from != nullptr) {
-    std::optional<ir::Model> m = rewired_base(from->base, from->index, from->borrowed, *job.from_base);
-    if (m) {
-      job.variant = std::make_unique<ir::Model>(std::move(*m));
-    } else {
-      PTQ_RETURN_IF_ERROR(make_variant(job, from->borrowed, from->quantizer, from->folder, nullptr));
-    }
-  }
+void cut_job(Job& job, const CutMaker& cuts) {
   auto cut = cuts.cut(*job.variant);
-  if (!cut || cut->nodes == 0) return Status::ok();
+  if (!cut || cut->nodes == 0) return;
   job.cut = std::move(*cut);
   slim(*job.variant);
-  return Status::ok();
 }
 
 // The base of the cuts, folded: the float model, or (all-but) the fully quantized one, whose
@@ -334,6 +324,43 @@ Status with_unit(const Job& job) {
   if (job.status.is_ok()) return Status::ok();
   const std::string what = job.name.empty() ? "the quantized model" : "unit '" + job.name + "'";
   return Status(job.status.code(), what + ": " + job.status.message());
+}
+
+// What makes a variant from the float model.
+struct Maker {
+  const ir::Model& borrowed;
+  const Quantizer& quantizer;
+  ConstantFolder& folder;
+};
+
+// Makes the variants marked for rewiring (Job::rewire) on `threads` threads: from the base
+// (all-but) or from the fully quantized model's job, the last (only). One the model does not
+// fit (a node or value not where the plan says) is made from the float model instead.
+Status rewire_jobs(std::vector<Job>& jobs, const ir::Model& base, const Maker& maker, Mode mode,
+                   int threads) {
+  if (std::none_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.rewire.has_value(); })) {
+    return Status::ok();
+  }
+  const ir::GraphIndex base_index(base.graph);
+  const ir::Model* quantized = mode == Mode::kOnly ? jobs.back().variant.get() : nullptr;
+  std::optional<ir::GraphIndex> quantized_index;
+  if (quantized != nullptr) quantized_index.emplace(quantized->graph);
+  parallel_for(jobs.size(), threads, [&](size_t i) {
+    Job& job = jobs[i];
+    if (!job.rewire) return;
+    std::optional<ir::Model> m =
+        quantized != nullptr
+            ? with_quantized_edges(base, base_index, *quantized, *quantized_index, maker.borrowed,
+                                   *job.rewire)
+            : rewired_base(base, base_index, maker.borrowed, *job.rewire);
+    if (m) {
+      job.variant = std::make_unique<ir::Model>(std::move(*m));
+    } else {
+      job.status = make_variant(job, maker.borrowed, maker.quantizer, maker.folder, nullptr);
+    }
+  });
+  for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
+  return Status::ok();
 }
 
 // What runs batch by batch.
@@ -553,26 +580,23 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
   const int parallel = o.parallel > 0 ? o.parallel : auto_parallel(ev, jobs.size());
   // The base and the variants are made independently of each other: all threads make them
-  // (the base first), then cut each variant against the base. An all-but variant that is the
-  // base minus its unit's Q/DQ is made from the base then (rewire.h).
+  // (the base first), then cut each variant against the base. A variant a rewiring away from
+  // the base (all-but) or the fully quantized model (only) is made from it then (rewire.h).
   const int makers = std::max(parallel, ev.threads());
-  const planner::Plan* base_plan = base_scores_quantized ? &plan : nullptr;
+  const Rewiring rewiring{o.mode, plan};
   Expected<std::optional<ir::Model>> own_base = std::optional<ir::Model>();
   parallel_for(jobs.size() + 1, makers, [&](size_t i) {
     if (i == 0) own_base = cut_base(borrowed, quantizer, folder, o);
-    else jobs[i - 1].status = make_variant(jobs[i - 1], borrowed, quantizer, folder, base_plan);
+    else jobs[i - 1].status = make_variant(jobs[i - 1], borrowed, quantizer, folder,
+                                           o.reuse ? &rewiring : nullptr);
   });
   if (!own_base) return own_base.status();
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
   const ir::Model& base = *own_base ? **own_base : ev.model();
   if (o.reuse) {
+    PTQ_RETURN_IF_ERROR(rewire_jobs(jobs, base, {borrowed, quantizer, folder}, o.mode, makers));
     const CutMaker cuts(base);
-    std::optional<FromBase> from;
-    if (base_plan != nullptr) from.emplace(base, ir::GraphIndex(base.graph), borrowed, quantizer, folder);
-    parallel_for(jobs.size(), makers, [&](size_t i) {
-      jobs[i].status = cut_job(jobs[i], cuts, from ? &*from : nullptr);
-    });
-    for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
+    parallel_for(jobs.size(), makers, [&](size_t i) { cut_job(jobs[i], cuts); });
   }
   // The base runs once per batch and hands over the values at every cut. Each worker runs its
   // group on a share of the threads; the base has them all: run between batches it uses them,

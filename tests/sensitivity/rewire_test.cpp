@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "fold.h"
 #include "ptq/planner.h"
+#include "ptq/runtime.h"
 #include "ptq/sensitivity.h"
 #include "outlier_model.h"
 #include "rewire.h"
@@ -82,6 +85,81 @@ TEST(Rewire, AllButVariantIsTheBaseWithoutItsUnitsEdges) {
       }
     }
   }
+}
+
+// Every node reads only values made before it (inputs, initializers, earlier outputs).
+bool sorted(const ir::Graph& g) {
+  std::set<std::string> known;
+  for (const ir::ValueInfo& v : g.inputs) known.insert(v.name);
+  for (const ir::Initializer& i : g.initializers()) known.insert(i.name);
+  for (const ir::Node& n : g.nodes) {
+    for (const std::string& in : n.inputs) {
+      if (!in.empty() && !known.contains(in)) return false;
+    }
+    known.insert(n.outputs.begin(), n.outputs.end());
+  }
+  return true;
+}
+
+runtime::NamedTensors run_model(const ir::Model& m, runtime::Backend& backend, const ir::Tensor& x) {
+  auto exec = runtime::Executor::create(m, backend);
+  EXPECT_TRUE(exec) << exec.status().message();
+  auto out = (*exec)->run({{"x", x.view()}});
+  EXPECT_TRUE(out) << out.status().message();
+  return out ? std::move(*out) : runtime::NamedTensors{};
+}
+
+// Quantizing one unit alone adds exactly the edges that unit wants; the float model given the
+// fully quantized model's values there (Q -> DQ chains copied in, in order; dequantized weights
+// borrowed) computes bit for bit what quantizing that unit alone and folding does.
+TEST(Rewire, OnlyVariantIsTheFloatModelWithTheQuantizedModelsValues) {
+  const ir::Model m = outlier_model();
+  const auto table = table_for(m);
+  auto backend = runtime::make_cpu_backend();
+  ConstantFolder folder([&](const ir::Model& part, int threads) {
+    return runtime::Executor::create(part, *backend, {.threads = threads});
+  });
+  planner::PlanOptions all;
+  auto full = planner::plan(m, table, all);
+  ASSERT_TRUE(full) << full.status().message();
+  ir::Model quantized = m;
+  ASSERT_TRUE(planner::apply(quantized, *full));
+  ASSERT_TRUE(folder.fold(quantized));
+  const ir::GraphIndex base_index(m.graph), quantized_index(quantized.graph);
+  std::mt19937 gen(9);
+  const ir::Tensor x = testing::random_tensor({2, 16, 8, 8}, 1.0, gen);
+  const auto float_out = run_model(m, *backend, x);
+  ASSERT_EQ(float_out.size(), 1u);
+  int quantized_differs = 0;  // units whose variant's output is not the float model's
+  for (const planner::Unit& u : full->units) {
+    planner::PlanOptions one;
+    one.only_units = {u.name};
+    auto plan = planner::plan(m, table, one);
+    ASSERT_TRUE(plan) << plan.status().message();
+    const auto added = added_edges(*full, *plan);
+    ASSERT_TRUE(added) << u.name;
+    std::vector<std::string> want, got;
+    for (const planner::QuantEdge& e : full->edges) {
+      if (std::find(e.units.begin(), e.units.end(), u.name) != e.units.end()) want.push_back(e.tensor);
+    }
+    for (const planner::QuantEdge* e : *added) got.push_back(e->tensor);
+    EXPECT_EQ(got, want) << u.name;
+
+    const auto variant = with_quantized_edges(m, base_index, quantized, quantized_index, m, *added);
+    ASSERT_TRUE(variant) << u.name;
+    EXPECT_TRUE(sorted(variant->graph)) << u.name;
+    ir::Model reference = m;
+    ASSERT_TRUE(planner::apply(reference, *plan));
+    ASSERT_TRUE(folder.fold(reference));
+    const auto a = run_model(*variant, *backend, x), b = run_model(reference, *backend, x);
+    ASSERT_EQ(a.size(), 1u);
+    ASSERT_EQ(b.size(), 1u);
+    const auto va = a[0].second.span<float>(), vb = b[0].second.span<float>();
+    EXPECT_TRUE(std::equal(va.begin(), va.end(), vb.begin(), vb.end())) << u.name;
+    const auto vf = float_out[0].second.span<float>();
+    quantized_differs += std::equal(va.begin(), va.end(), vf.begin(), vf.end()) ? 0 : 1;
+  }
+  EXPECT_EQ(quantized_differs, static_cast<int>(full->units.size()));
 }
 
 // A folded BatchNormalization changes the weights a unit reads: not rewired.
