@@ -89,6 +89,23 @@ std::optional<Split> split_edges(const Plan& full, const Plan& variant) {
   return split;
 }
 
+// What of `base` a variant made from it is read for: its inputs, outputs, nodes and
+// initializers (borrowed). Declarations are left out: the cut takes its boundary's types from
+// the base, and copying them was most of a variant's making.
+ir::Model runnable_copy(const ir::Model& base) {
+  ir::Model m;
+  m.ir_version = base.ir_version;
+  m.opset_imports = base.opset_imports;
+  m.graph.name = base.graph.name;
+  m.graph.inputs = base.graph.inputs;
+  m.graph.outputs = base.graph.outputs;
+  m.graph.nodes = base.graph.nodes;
+  std::vector<ir::Initializer>& inits = m.graph.mutable_initializers();
+  inits.reserve(base.graph.initializers().size());
+  for (const ir::Initializer& i : base.graph.initializers()) inits.push_back({i.name, i.tensor.view(), {}});
+  return m;
+}
+
 }  // namespace
 
 std::optional<std::vector<const QuantEdge*>> dropped_edges(const Plan& base, const Plan& variant) {
@@ -106,7 +123,7 @@ std::optional<std::vector<const QuantEdge*>> added_edges(const Plan& quantized, 
 std::optional<ir::Model> rewired_base(const ir::Model& base, const ir::GraphIndex& base_index,
                                       const ir::Model& source,
                                       const std::vector<const QuantEdge*>& dropped) {
-  ir::Model m = borrowing_copy(base);
+  ir::Model m = runnable_copy(base);
   for (const QuantEdge* e : dropped) {
     if (e->node >= source.graph.nodes.size()) return std::nullopt;
     const ir::Node& planned = source.graph.nodes[e->node];
@@ -181,7 +198,7 @@ std::optional<ir::Model> with_quantized_edges(const ir::Model& base, const ir::G
                                               const ir::GraphIndex& quantized_index,
                                               const ir::Model& source,
                                               const std::vector<const QuantEdge*>& added) {
-  ir::Model m = borrowing_copy(base);
+  ir::Model m = runnable_copy(base);
   std::map<std::string, Chain> chains;  // by DQ output
   for (const QuantEdge* e : added) {
     if (e->node >= source.graph.nodes.size() || source.graph.nodes[e->node].outputs.empty()) {

@@ -27,8 +27,9 @@ namespace ptq::sensitivity {
 std::optional<std::vector<const planner::QuantEdge*>> dropped_edges(const planner::Plan& base,
                                                                     const planner::Plan& variant);
 
-// A borrowing copy of `base` (the planned model `source`, quantized by the base plan and
-// folded) whose nodes read each dropped edge's float tensor again; a weight or bias the base
+// A copy of `base` (the planned model `source`, quantized by the base plan and folded; its
+// initializers borrowed, its declarations left out) whose nodes read each dropped edge's float
+// tensor again; a weight or bias the base
 // no longer holds is borrowed from `source`. Nullopt when a node or value is not found where
 // the plan says.
 std::optional<ir::Model> rewired_base(const ir::Model& base, const ir::GraphIndex& base_index,
@@ -41,7 +42,7 @@ std::optional<ir::Model> rewired_base(const ir::Model& base, const ir::GraphInde
 std::optional<std::vector<const planner::QuantEdge*>> added_edges(const planner::Plan& quantized,
                                                                   const planner::Plan& variant);
 
-// A borrowing copy of `base` (the planned model `source`, folded) whose nodes read, at each
+// A copy of `base` (the planned model `source`, folded; as above) whose nodes read, at each
 // added edge, the value `quantized` (`source` quantized by the full plan, folded) reads there:
 // a dequantized weight or bias (borrowed), or an activation's Q -> DQ output, whose two nodes
 // and scale initializers are copied in before their first reader. Nullopt when a node or
