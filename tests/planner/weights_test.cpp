@@ -125,21 +125,32 @@ ir::Model borrowing(const ir::Model& m) {
   return copy;
 }
 
+// What the memo tests compare with: the model quantized without a memo, and its plan.
+struct Planned {
+  ir::Model plain;
+  Plan plan;
+};
+
+Planned planned(const ir::Model& m, const calib::CalibrationTable& table) {
+  Planned out{m, {}};
+  quantize_ok(out.plain, table);
+  auto p = plan(m, table, {});
+  EXPECT_TRUE(p.has_value()) << p.status().message();
+  if (p) out.plan = std::move(*p);
+  return out;
+}
+
 // With a memo, copies of one model get the int8 weights apply() makes without one, and a weight
 // of that model is quantized once: every copy holds a view of the same tensor. A weight that a
 // BatchNormalization folds into is a new tensor per copy, quantized per copy.
 TEST(Weights, MemoQuantizesTheSourceModelsWeightsOnce) {
   for (const bool with_bn : {false, true}) {
     Builder b = with_bn ? resnet_block() : chain();
-    const auto table = b.table();
-    ir::Model plain = b.model;
-    quantize_ok(plain, table);
-    auto p = plan(b.model, table, {});
-    ASSERT_TRUE(p.has_value()) << p.status().message();
+    const auto [plain, p] = planned(b.model, b.table());
     WeightMemo memo(b.model);
     ir::Model first = borrowing(b.model), second = borrowing(b.model);
-    ASSERT_TRUE(apply(first, *p, &memo).has_value());
-    ASSERT_TRUE(apply(second, *p, &memo).has_value());
+    ASSERT_TRUE(apply(first, p, &memo).has_value());
+    ASSERT_TRUE(apply(second, p, &memo).has_value());
     int int8_weights = 0;
     for (const ir::Initializer& i : plain.graph.initializers()) {
       if (i.tensor.dtype() != ir::DType::kInt8 || !i.name.ends_with("_quantized")) continue;
@@ -161,14 +172,10 @@ TEST(Weights, MemoQuantizesTheSourceModelsWeightsOnce) {
 // holds (an initializer named like the Q output apply() would make) is still avoided.
 TEST(Weights, MemoNamesMatchApplysAndAvoidTheCopysOwn) {
   Builder b = chain();
-  const auto table = b.table();
-  ir::Model plain = b.model;
-  quantize_ok(plain, table);
-  auto p = plan(b.model, table, {});
-  ASSERT_TRUE(p.has_value()) << p.status().message();
+  const auto [plain, p] = planned(b.model, b.table());
   WeightMemo memo(b.model);
   ir::Model copy = borrowing(b.model);
-  ASSERT_TRUE(apply(copy, *p, &memo).has_value());
+  ASSERT_TRUE(apply(copy, p, &memo).has_value());
   ASSERT_EQ(copy.graph.nodes.size(), plain.graph.nodes.size());
   for (size_t n = 0; n < plain.graph.nodes.size(); ++n) {
     EXPECT_EQ(copy.graph.nodes[n].name, plain.graph.nodes[n].name);
@@ -181,7 +188,7 @@ TEST(Weights, MemoNamesMatchApplysAndAvoidTheCopysOwn) {
   const std::string taken = q->outputs.front();
   ir::Model own = borrowing(b.model);
   own.graph.set_initializer(taken, ir::make_tensor<float>({}, {1.0f}));
-  ASSERT_TRUE(apply(own, *p, &memo).has_value());
+  ASSERT_TRUE(apply(own, p, &memo).has_value());
   EXPECT_EQ(count_op(own, "QuantizeLinear"), count_op(plain, "QuantizeLinear"));
   for (const ir::Node& n : own.graph.nodes) EXPECT_NE(n.outputs.front(), taken) << n.name;
 }
