@@ -59,10 +59,11 @@ size_t tensor_key(const ir::Tensor& t) {
   size_t h = mix(0, static_cast<size_t>(t.dtype()));
   for (int64_t d : t.shape()) h = mix(h, static_cast<size_t>(d));
   const size_t n = t.raw() == nullptr ? 0 : t.nbytes();
-  const auto* bytes = static_cast<const unsigned char*>(t.raw());
-  std::string_view head(reinterpret_cast<const char*>(bytes), std::min(n, kEdge));
-  std::string_view tail(reinterpret_cast<const char*>(bytes) + (n - std::min(n, kEdge)), std::min(n, kEdge));
-  return mix(mix(h, std::hash<std::string_view>{}(head)), std::hash<std::string_view>{}(tail));
+  if (n == 0) return h;
+  const std::string_view bytes(static_cast<const char*>(t.raw()), n);
+  const size_t edge = std::min(n, kEdge);
+  const std::hash<std::string_view> hash;
+  return mix(mix(h, hash(bytes.substr(0, edge))), hash(bytes.substr(n - edge)));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// dropped_edges(), rewired_base(): see rewire.h.
+// dropped_edges(), added_edges(), rewired_base(), with_quantized_edges(): see rewire.h.
 #include "rewire.h"
 
 #include <algorithm>
