@@ -68,7 +68,6 @@ size_t tensor_key(const ir::Tensor& t) {
 
 }  // namespace
 
-// find() compares op, attributes and inputs: this hashes the op and the tensors among them.
 ConstantFolder::Initializers::Initializers(const ir::Graph& g) {
   map_.reserve(g.initializers().size());
   for (const ir::Initializer& i : g.initializers()) map_.emplace(i.name, &i.tensor);
@@ -79,6 +78,7 @@ const ir::Tensor* ConstantFolder::Initializers::find(std::string_view name) cons
   return it == map_.end() ? nullptr : it->second;
 }
 
+// find() compares op, attributes and inputs: this hashes the op and the tensors among them.
 size_t ConstantFolder::key(const Initializers& inits, const ir::Node& node) {
   size_t h = std::hash<std::string>{}(node.op_type);
   for (const ir::Attribute& a : node.attributes) {
