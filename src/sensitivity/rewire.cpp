@@ -106,6 +106,28 @@ ir::Model runnable_copy(const ir::Model& base) {
   return m;
 }
 
+// Borrows `name` from `from` into `to` unless `to` has it; false when `from` lacks it.
+bool borrow_initializer(ir::Graph& to, const ir::Graph& from, const std::string& name) {
+  if (to.initializer(name) != nullptr) return true;
+  const ir::Tensor* t = from.initializer(name);
+  if (t == nullptr) return false;
+  to.add_initializer(name, t->view());
+  return true;
+}
+
+// The node of `made` (a model made from `source` by apply(), which keeps node outputs, and
+// folding) that an edge of `source`'s plan names: found by its first output, of the planned op
+// and with the edge's slot. -1 when not there.
+int64_t planned_node(const ir::Model& made, const ir::GraphIndex& index, const ir::Model& source,
+                     const QuantEdge& e) {
+  if (e.node >= source.graph.nodes.size() || source.graph.nodes[e.node].outputs.empty()) return -1;
+  const ir::Node& planned = source.graph.nodes[e.node];
+  const int64_t n = index.producer(planned.outputs.front());
+  if (n < 0) return -1;
+  const ir::Node& node = made.graph.nodes[static_cast<size_t>(n)];
+  return node.op_type == planned.op_type && e.input < node.inputs.size() ? n : -1;
+}
+
 }  // namespace
 
 std::optional<std::vector<const QuantEdge*>> dropped_edges(const Plan& base, const Plan& variant) {
@@ -125,19 +147,12 @@ std::optional<ir::Model> rewired_base(const ir::Model& base, const ir::GraphInde
                                       const std::vector<const QuantEdge*>& dropped) {
   ir::Model m = runnable_copy(base);
   for (const QuantEdge* e : dropped) {
-    if (e->node >= source.graph.nodes.size()) return std::nullopt;
-    const ir::Node& planned = source.graph.nodes[e->node];
-    if (planned.outputs.empty()) return std::nullopt;
-    const int64_t n = base_index.producer(planned.outputs.front());  // apply() keeps outputs
+    const int64_t n = planned_node(base, base_index, source, *e);
     if (n < 0) return std::nullopt;
-    ir::Node& node = m.graph.nodes[static_cast<size_t>(n)];
-    if (node.op_type != planned.op_type || e->input >= node.inputs.size()) return std::nullopt;
-    node.inputs[e->input] = e->tensor;
+    m.graph.nodes[static_cast<size_t>(n)].inputs[e->input] = e->tensor;
     // An activation is still computed by the base; a weight or bias apply() replaced is not.
-    if (e->role == Role::kActivation || m.graph.initializer(e->tensor) != nullptr) continue;
-    const ir::Tensor* t = source.graph.initializer(e->tensor);
-    if (t == nullptr) return std::nullopt;
-    m.graph.add_initializer(e->tensor, t->view());
+    if (e->role == Role::kActivation) continue;
+    if (!borrow_initializer(m.graph, source.graph, e->tensor)) return std::nullopt;
   }
   return m;
 }
@@ -157,15 +172,6 @@ std::optional<std::pair<const ir::Node*, const ir::Node*>> qdq_chain(
   const ir::Node& qn = quantized.graph.nodes[static_cast<size_t>(q)];
   if (qn.op_type != "QuantizeLinear" || qn.inputs.empty() || qn.inputs[0] != tensor) return std::nullopt;
   return std::pair{&qn, &dq};
-}
-
-// Borrows `name` from `from` into `to` unless `to` has it; false when `from` lacks it.
-bool borrow_initializer(ir::Graph& to, const ir::Graph& from, const std::string& name) {
-  if (to.initializer(name) != nullptr) return true;
-  const ir::Tensor* t = from.initializer(name);
-  if (t == nullptr) return false;
-  to.add_initializer(name, t->view());
-  return true;
 }
 
 // An activation's Q -> DQ nodes brought in, and the index of their first reader.
@@ -201,20 +207,12 @@ std::optional<ir::Model> with_quantized_edges(const ir::Model& base, const ir::G
   ir::Model m = runnable_copy(base);
   std::map<std::string, Chain> chains;  // by DQ output
   for (const QuantEdge* e : added) {
-    if (e->node >= source.graph.nodes.size() || source.graph.nodes[e->node].outputs.empty()) {
-      return std::nullopt;
-    }
-    const ir::Node& planned = source.graph.nodes[e->node];
-    const int64_t n = base_index.producer(planned.outputs.front());
-    const int64_t nq = quantized_index.producer(planned.outputs.front());  // apply() keeps outputs
+    const int64_t n = planned_node(base, base_index, source, *e);
+    const int64_t nq = planned_node(quantized, quantized_index, source, *e);
     if (n < 0 || nq < 0) return std::nullopt;
     ir::Node& node = m.graph.nodes[static_cast<size_t>(n)];
     const ir::Node& qnode = quantized.graph.nodes[static_cast<size_t>(nq)];
-    if (node.op_type != planned.op_type || qnode.op_type != planned.op_type ||
-        e->input >= node.inputs.size() || e->input >= qnode.inputs.size() ||
-        node.inputs[e->input] != e->tensor) {
-      return std::nullopt;
-    }
+    if (node.inputs[e->input] != e->tensor) return std::nullopt;
     const std::string& value = qnode.inputs[e->input];
     node.inputs[e->input] = value;
     if (e->role != Role::kActivation) {  // a dequantized weight or bias, folded
