@@ -7,27 +7,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "initializers.h"
 #include "ptq/sensitivity.h"
 #include "same.h"
 
 namespace ptq::sensitivity {
 
 namespace {
-
-// A graph's initializers by name (Graph::initializer() looks through them all each time).
-class Initializers {
- public:
-  explicit Initializers(const ir::Graph& g) {
-    for (const ir::Initializer& i : g.initializers()) map_.emplace(i.name, &i.tensor);
-  }
-  const ir::Tensor* find(const std::string& name) const {
-    auto it = map_.find(name);
-    return it == map_.end() ? nullptr : it->second;
-  }
-
- private:
-  std::unordered_map<std::string_view, const ir::Tensor*> map_;
-};
 
 // A variant graph's values by name, numbered (inputs, initializers, node outputs): the cut's
 // sets of values are flags by number instead of sets of strings.
@@ -107,7 +93,7 @@ struct ValueFlags {
 
 // Same op on the same values with the same attributes and the same constant inputs.
 bool same_node(const ir::Node& v, const Values& variant, const ir::Node& b,
-               const Initializers& base) {
+               const InitializerMap& base) {
   if (v.op_type != b.op_type || v.domain != b.domain || v.inputs != b.inputs ||
       v.outputs != b.outputs || v.attributes.size() != b.attributes.size()) {
     return false;
@@ -175,7 +161,7 @@ void add_shape_producers(const ir::Graph& g, const Values& values, const ValueFl
 struct CutMaker::Index {
   explicit Index(const ir::Graph& g) : producers(g), initializers(g) {}
   ir::GraphIndex producers;
-  Initializers initializers;
+  InitializerMap initializers;
 };
 
 CutMaker::CutMaker(const ir::Model& base)
@@ -189,7 +175,7 @@ Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
 Expected<Cut> CutMaker::cut(const ir::Model& variant) const {
   const ir::Model& base = base_;
   const ir::GraphIndex& base_index = index_->producers;
-  const Initializers& base_inits = index_->initializers;
+  const InitializerMap& base_inits = index_->initializers;
   const Values values(variant.graph);
   std::vector<size_t> order = values.file_order(variant.graph);
   if (order.empty() && !variant.graph.nodes.empty()) {

@@ -26,7 +26,7 @@ bool deterministic(const ir::Node& n) {
          n.op_type != "Bernoulli" && !has_subgraph(n);
 }
 
-bool foldable(const ir::Graph& g, const ConstantFolder::Initializers& inits, const ir::Node& n) {
+bool foldable(const ir::Graph& g, const InitializerMap& inits, const ir::Node& n) {
   if (n.outputs.size() != 1 || g.is_graph_output(n.outputs.front()) || !deterministic(n))
     return false;
   if (n.op_type == "Constant") return n.inputs.empty();
@@ -68,18 +68,8 @@ size_t tensor_key(const ir::Tensor& t) {
 
 }  // namespace
 
-ConstantFolder::Initializers::Initializers(const ir::Graph& g) {
-  map_.reserve(g.initializers().size());
-  for (const ir::Initializer& i : g.initializers()) map_.emplace(i.name, &i.tensor);
-}
-
-const ir::Tensor* ConstantFolder::Initializers::find(std::string_view name) const {
-  auto it = map_.find(name);
-  return it == map_.end() ? nullptr : it->second;
-}
-
 // find() compares op, attributes and inputs: this hashes the op and the tensors among them.
-size_t ConstantFolder::key(const Initializers& inits, const ir::Node& node) {
+size_t ConstantFolder::key(const InitializerMap& inits, const ir::Node& node) {
   size_t h = std::hash<std::string>{}(node.op_type);
   for (const ir::Attribute& a : node.attributes) {
     if (a.type == ir::AttrType::kTensor) h = mix(h, tensor_key(a.t));
@@ -91,7 +81,7 @@ size_t ConstantFolder::key(const Initializers& inits, const ir::Node& node) {
   return h;
 }
 
-const ConstantFolder::Entry* ConstantFolder::find(const Initializers& inits,
+const ConstantFolder::Entry* ConstantFolder::find(const InitializerMap& inits,
                                                   const ir::Node& node, size_t key) const {
   auto [first, last] = index_.equal_range(key);
   for (auto it = first; it != last; ++it) {
@@ -110,7 +100,7 @@ const ConstantFolder::Entry* ConstantFolder::find(const Initializers& inits,
 
 // The nodes' outputs, by one run of an executor from the sweep's factory.
 Expected<runtime::NamedTensors> ConstantFolder::run_nodes(
-    const ir::Model& m, const Initializers& inits, const std::vector<const ir::Node*>& nodes) {
+    const ir::Model& m, const InitializerMap& inits, const std::vector<const ir::Node*>& nodes) {
   ir::Model part;
   part.ir_version = m.ir_version;
   part.opset_imports = m.opset_imports;
@@ -131,7 +121,7 @@ Expected<runtime::NamedTensors> ConstantFolder::run_nodes(
   return out;
 }
 
-const ir::Tensor& ConstantFolder::remember(const Initializers& inits, const ir::Node& node,
+const ir::Tensor& ConstantFolder::remember(const InitializerMap& inits, const ir::Node& node,
                                           size_t key, ir::Tensor value) {
   if (const Entry* e = find(inits, node, key)) return e->value;  // another thread computed it too
   auto e = std::make_unique<Entry>();
@@ -151,7 +141,7 @@ Expected<bool> ConstantFolder::fold_round(ir::Model& m, int64_t& folded) {
   std::vector<ir::Node> fresh;  // not folded before: computed in this round
   std::vector<size_t> fresh_keys;
   std::vector<std::pair<std::string, ir::Tensor>> known;
-  const Initializers inits(m.graph);  // valid until the round sets its values below
+  const InitializerMap inits(m.graph);  // valid until the round sets its values below
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (ir::Node& node : m.graph.nodes) {

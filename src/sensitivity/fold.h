@@ -9,10 +9,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "initializers.h"
 #include "ptq/ir.h"
 #include "ptq/sensitivity.h"
 #include "ptq/status.h"
@@ -35,29 +35,18 @@ class ConstantFolder {
   // costs a device context. Returns the nodes folded.
   Expected<int64_t> fold(ir::Model& m);
 
-  // A graph's initializers by name, for one round's many lookups (Graph::initializer() looks
-  // through them all each time).
-  class Initializers {
-   public:
-    explicit Initializers(const ir::Graph& g);
-    const ir::Tensor* find(std::string_view name) const;
-
-   private:
-    std::unordered_map<std::string_view, const ir::Tensor*> map_;
-  };
-
  private:
   struct Entry {
     ir::Node node;                   // op and attributes (names unused)
     std::vector<ir::Tensor> inputs;  // views of the inputs it was computed from
     ir::Tensor value;                // owned
   };
-  Expected<runtime::NamedTensors> run_nodes(const ir::Model& m, const Initializers& inits,
+  Expected<runtime::NamedTensors> run_nodes(const ir::Model& m, const InitializerMap& inits,
                                             const std::vector<const ir::Node*>& nodes);
-  static size_t key(const Initializers& inits, const ir::Node& node);
-  const Entry* find(const Initializers& inits, const ir::Node& node, size_t key) const;
+  static size_t key(const InitializerMap& inits, const ir::Node& node);
+  const Entry* find(const InitializerMap& inits, const ir::Node& node, size_t key) const;
   // The value kept for `node`: `value`, unless an equal node was remembered meanwhile.
-  const ir::Tensor& remember(const Initializers& inits, const ir::Node& node, size_t key,
+  const ir::Tensor& remember(const InitializerMap& inits, const ir::Node& node, size_t key,
                              ir::Tensor value);
   // One round: folds the foldable nodes whose inputs are initializers now; false when none.
   Expected<bool> fold_round(ir::Model& m, int64_t& folded);
