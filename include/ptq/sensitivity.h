@@ -173,6 +173,8 @@ class CutMaker {
   CutMaker(const CutMaker&) = delete;
   CutMaker& operator=(const CutMaker&) = delete;
   Expected<Cut> cut(const ir::Model& variant) const;  // make_cut(base, variant)
+  const ir::Model& base() const { return base_; }
+  const ir::GraphIndex& base_index() const;  // producers of the base's values
 
  private:
   struct Index;

@@ -168,6 +168,8 @@ CutMaker::CutMaker(const ir::Model& base)
     : base_(base), index_(std::make_unique<Index>(base.graph)) {}
 CutMaker::~CutMaker() = default;
 
+const ir::GraphIndex& CutMaker::base_index() const { return index_->producers; }
+
 Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant) {
   return CutMaker(base).cut(variant);
 }

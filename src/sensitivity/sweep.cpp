@@ -63,20 +63,22 @@ Expected<ir::Model> quantized_copy(const ir::Model& model, const calib::Calibrat
   return m;
 }
 
-// What a sweep's variants are made from: the planner's analysis and the weights quantized once.
-struct Quantizer {
+// What a sweep's variants are made from: the float model (a borrowing copy, the model the
+// planner analysed), the planner's analysis, its weights quantized once, and the folder every
+// variant's constants go through.
+struct Maker {
+  const ir::Model& borrowed;
   const planner::Planner& planner;
   planner::WeightMemo& weights;
+  ConstantFolder& folder;
 };
 
-// The same for the planner's model, with the units `only` and `skip` select.
-Expected<ir::Model> quantized_copy(const ir::Model& model, const Quantizer& q,
-                                   const std::vector<std::string>& only,
-                                   const std::vector<std::string>& skip) {
-  PTQ_ASSIGN_OR_RETURN(planner::Plan plan, q.planner.plan(only, skip));
-  ir::Model m = model;
-  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult r, planner::apply(m, plan, &q.weights));
+// The float model quantized per `plan` (a plan of the maker's planner), folded.
+Expected<ir::Model> made(const Maker& maker, const planner::Plan& plan) {
+  ir::Model m = maker.borrowed;
+  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult r, planner::apply(m, plan, &maker.weights));
   (void)r;
+  PTQ_RETURN_IF_ERROR(maker.folder.fold(m).status());
   return m;
 }
 
@@ -243,19 +245,16 @@ struct Rewiring {
 // The job's variant, its constant nodes folded (as the base's are). With `rewiring`, a variant
 // that is a rewiring away from the base or the fully quantized model is only marked
 // (Job::rewire): rewire_jobs() makes it.
-Status make_variant(Job& job, const ir::Model& borrowed, const Quantizer& quantizer,
-                    ConstantFolder& folder, const Rewiring* rewiring) {
-  PTQ_ASSIGN_OR_RETURN(planner::Plan plan, quantizer.planner.plan(job.only, job.skip));
+Status make_variant(Job& job, const Maker& maker, const Rewiring* rewiring) {
+  PTQ_ASSIGN_OR_RETURN(planner::Plan plan, maker.planner.plan(job.only, job.skip));
   if (rewiring != nullptr && !job.name.empty()) {
     job.rewire = rewiring->mode == Mode::kAllBut ? dropped_edges(rewiring->full, plan)
                                                  : added_edges(rewiring->full, plan);
     if (job.rewire) return Status::ok();
   }
-  ir::Model m = borrowed;
-  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult r, planner::apply(m, plan, &quantizer.weights));
-  (void)r;
+  PTQ_ASSIGN_OR_RETURN(ir::Model m, made(maker, plan));
   job.variant = std::make_unique<ir::Model>(std::move(m));
-  return folder.fold(*job.variant).status();
+  return Status::ok();
 }
 
 // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
@@ -266,20 +265,18 @@ void cut_job(Job& job, const CutMaker& cuts) {
   slim(*job.variant);
 }
 
-// The base of the cuts, folded: the float model, or (all-but) the fully quantized one, whose
-// run then also scores it. None without reuse in `only` mode (the evaluator's model is it).
-Expected<std::optional<ir::Model>> cut_base(const ir::Model& borrowed,
-                                            const Quantizer& quantizer, ConstantFolder& folder,
+// The base of the cuts (none without reuse), folded: the float model, or (all-but) the fully
+// quantized one (`full`, the sweep's plan), whose run then also scores it.
+Expected<std::optional<ir::Model>> cut_base(const Maker& maker, const planner::Plan& full,
                                             const SweepOptions& o) {
-  std::optional<ir::Model> base;
+  if (!o.reuse) return std::optional<ir::Model>();
   if (o.mode == Mode::kAllBut) {
-    PTQ_ASSIGN_OR_RETURN(base, quantized_copy(borrowed, quantizer, o.plan.only_units,
-                                              o.plan.skip_units));
-  } else if (o.reuse) {
-    base = borrowing_copy(borrowed);
+    PTQ_ASSIGN_OR_RETURN(ir::Model quantized, made(maker, full));
+    return std::optional<ir::Model>(std::move(quantized));
   }
-  if (o.reuse) PTQ_RETURN_IF_ERROR(folder.fold(*base).status());
-  return base;
+  ir::Model base = borrowing_copy(maker.borrowed);
+  PTQ_RETURN_IF_ERROR(maker.folder.fold(base).status());
+  return std::optional<ir::Model>(std::move(base));
 }
 
 Status prepare_group(Group& g, const std::vector<Job>& jobs, const Evaluator& ev, int threads) {
@@ -326,22 +323,17 @@ Status with_unit(const Job& job) {
   return Status(job.status.code(), what + ": " + job.status.message());
 }
 
-// What makes a variant from the float model.
-struct Maker {
-  const ir::Model& borrowed;
-  const Quantizer& quantizer;
-  ConstantFolder& folder;
-};
-
 // Makes the variants marked for rewiring (Job::rewire) on `threads` threads: from the base
 // (all-but) or from the fully quantized model's job, the last (only). One the model does not
 // fit (a node or value not where the plan says) is made from the float model instead.
-Status rewire_jobs(std::vector<Job>& jobs, const ir::Model& base, const Maker& maker, Mode mode,
+// `cuts`: the cuts' maker, whose index of the base's producers serves here too.
+Status rewire_jobs(std::vector<Job>& jobs, const CutMaker& cuts, const Maker& maker, Mode mode,
                    int threads) {
   if (std::none_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.rewire.has_value(); })) {
     return Status::ok();
   }
-  const ir::GraphIndex base_index(base.graph);
+  const ir::Model& base = cuts.base();
+  const ir::GraphIndex& base_index = cuts.base_index();
   const ir::Model* quantized = mode == Mode::kOnly ? jobs.back().variant.get() : nullptr;
   std::optional<ir::GraphIndex> quantized_index;
   if (quantized != nullptr) quantized_index.emplace(quantized->graph);
@@ -356,7 +348,7 @@ Status rewire_jobs(std::vector<Job>& jobs, const ir::Model& base, const Maker& m
     if (m) {
       job.variant = std::make_unique<ir::Model>(std::move(*m));
     } else {
-      job.status = make_variant(job, maker.borrowed, maker.quantizer, maker.folder, nullptr);
+      job.status = make_variant(job, maker, nullptr);
     }
   });
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
@@ -572,10 +564,10 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   PTQ_ASSIGN_OR_RETURN(planner::Planner planner, planner::Planner::create(borrowed, table, o.plan));
   PTQ_ASSIGN_OR_RETURN(planner::Plan plan, planner.plan(o.plan.only_units, o.plan.skip_units));
   planner::WeightMemo weights(ev.model());  // outlives the variants, which hold views of it
-  const Quantizer quantizer{planner, weights};
   // The base and every variant run with their constants folded (fold.h), with reuse or
   // without. Unless the base's run scores the fully quantized model, that is one more job.
   ConstantFolder folder([&ev](const ir::Model& m, int threads) { return ev.make_executor(m, threads); });
+  const Maker maker{borrowed, planner, weights, folder};
   const bool base_scores_quantized = o.reuse && o.mode == Mode::kAllBut;
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
   const int parallel = o.parallel > 0 ? o.parallel : auto_parallel(ev, jobs.size());
@@ -586,16 +578,15 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
   const Rewiring rewiring{o.mode, plan};
   Expected<std::optional<ir::Model>> own_base = std::optional<ir::Model>();
   parallel_for(jobs.size() + 1, makers, [&](size_t i) {
-    if (i == 0) own_base = cut_base(borrowed, quantizer, folder, o);
-    else jobs[i - 1].status = make_variant(jobs[i - 1], borrowed, quantizer, folder,
-                                           o.reuse ? &rewiring : nullptr);
+    if (i == 0) own_base = cut_base(maker, plan, o);
+    else jobs[i - 1].status = make_variant(jobs[i - 1], maker, o.reuse ? &rewiring : nullptr);
   });
   if (!own_base) return own_base.status();
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
   const ir::Model& base = *own_base ? **own_base : ev.model();
   if (o.reuse) {
-    PTQ_RETURN_IF_ERROR(rewire_jobs(jobs, base, {borrowed, quantizer, folder}, o.mode, makers));
     const CutMaker cuts(base);
+    PTQ_RETURN_IF_ERROR(rewire_jobs(jobs, cuts, maker, o.mode, makers));
     parallel_for(jobs.size(), makers, [&](size_t i) { cut_job(jobs[i], cuts); });
   }
   // The base runs once per batch and hands over the values at every cut. Each worker runs its
