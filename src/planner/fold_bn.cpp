@@ -78,7 +78,7 @@ std::string store(ir::Graph& graph, const std::string& name, const std::string& 
   }
   if (!name.empty()) replaced.insert(name);
   std::string fresh = names.fresh(fresh_base);
-  graph.set_initializer(fresh, std::move(value));
+  graph.add_initializer(fresh, std::move(value));
   return fresh;
 }
 
