@@ -216,7 +216,7 @@ Expected<Cut> CutMaker::cut(const ir::Model& variant) const {
     for (const std::string& in : v.inputs) {
       if (in.empty() || produced.get(in) || !seen.set(in)) continue;
       if (const ir::Tensor* t = values.initializer(in)) {
-        cut.sub.graph.set_initializer(in, t->view());
+        cut.sub.graph.add_initializer(in, t->view());  // first sight (`seen`)
         continue;
       }
       cut.boundary.push_back(in);
