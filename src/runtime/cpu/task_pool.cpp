@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -14,6 +16,28 @@
 namespace ptq::runtime::cpu {
 
 namespace {
+
+// How long an idle helper watches for the next loop before it sleeps: PTQ_SPIN_US microseconds,
+// 100 unless set (0: sleep at once). At batch 1 the loops of successive ops are a few
+// microseconds apart, while waking a sleeping helper takes tens of microseconds (on a virtual
+// machine the idle CPU has halted and the host must reschedule it) - so a helper that slept
+// between ops joined each op late or not at all. Bounded, so an idle pool stops using the CPU
+// within that time.
+std::chrono::microseconds spin_time() {
+  static const long us = [] {
+    const char* v = std::getenv("PTQ_SPIN_US");
+    return v != nullptr && *v != '\0' ? std::max(0L, std::atol(v)) : 100L;
+  }();
+  return std::chrono::microseconds(us);
+}
+
+inline void pause_briefly() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 thread_local bool in_task = false;  // this thread is running a task: nested loops run inline
 
@@ -56,7 +80,7 @@ class TaskPool {
       range_.store(uint64_t(n) << 32, std::memory_order_relaxed);  // front 0, back n
       done_.store(0, std::memory_order_relaxed);
       seats_ = wanted;
-      ++epoch_;
+      posted_.store(++epoch_, std::memory_order_release);
     }
     wake_.notify_all();
     work(true);
@@ -94,6 +118,11 @@ class TaskPool {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
+      if (!stop_ && epoch_ == seen) {
+        lock.unlock();
+        watch(seen);
+        lock.lock();
+      }
       wake_.wait(lock, [&] { return stop_ || epoch_ != seen; });
       if (stop_) return;
       seen = epoch_;
@@ -107,12 +136,24 @@ class TaskPool {
     }
   }
 
+  // Returns when a loop after `seen` is posted or spin_time() has passed.
+  void watch(uint64_t seen) const {
+    const auto limit = spin_time();
+    if (limit.count() == 0) return;
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (posted_.load(std::memory_order_acquire) == seen) {
+      for (int k = 0; k < 32; ++k) pause_briefly();
+      if (std::chrono::steady_clock::now() >= end) return;
+    }
+  }
+
   int forks_ = 0;  // forks counted when the pool was made
   std::mutex mutex_;
   std::condition_variable wake_, left_;
   std::vector<std::thread> helpers_;
   bool stop_ = false;
   uint64_t epoch_ = 0;
+  std::atomic<uint64_t> posted_{0};  // epoch_, readable without the mutex (watch())
   int seats_ = 0;    // helpers the current loop may still take
   int inside_ = 0;   // helpers inside a loop
   // The current loop, set under mutex_ while no helper is inside.

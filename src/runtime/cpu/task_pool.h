@@ -2,8 +2,10 @@
 // parallel_tasks). A loop's tasks are claimed one at a time from a shared range, by the calling
 // thread from its front and by whichever helpers are awake from its back; the caller waits only
 // for tasks a helper has claimed, never for a helper to wake up. A helper that wakes after every
-// task is claimed goes back to sleep. Helpers sleep when idle (no spinning: on a shared machine
-// a spinning helper takes the time slice another thread needs).
+// task is claimed goes back to sleep. An idle helper watches for the next loop for a short,
+// bounded time (PTQ_SPIN_US, 100 microseconds unless set), then sleeps: the loops of one run
+// follow each other closely, and a helper woken from sleep for each would join late, while an
+// unbounded spin takes the time slice another thread of a shared machine needs.
 //
 // Why not OpenMP's parallel regions: a region ends at a barrier that every thread of the team
 // must reach, so with idle threads asleep (OMP_WAIT_POLICY=passive) each region waited for a

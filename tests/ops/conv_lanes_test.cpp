@@ -1,0 +1,126 @@
+// 1x1 convolutions with the output channels in the lanes (pointwise_lanes.cpp) against
+// conv_fast's GEMM (same bits: the same multiply-adds in the same order) and the
+// float64-accumulating reference, on random shapes (fixed seeds): 5x5 to 28x28 planes (partial
+// row tiles), 64-400 input and 40-300 or 32 output channels (partial
+// channel panels; one panel, whose row tiles are split between tasks), 1-3 images, bias or
+// none, a fused residual + Relu or Clip; the same bits for any thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "conv.h"
+#include "op_test_util.h"
+
+namespace ptq::runtime::cpu {
+namespace {
+
+#if defined(__AVX512F__)
+
+int64_t pick(std::mt19937& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+ConvParams pointwise(int64_t n, int64_t c, int64_t m, int64_t h, int64_t w) {
+  ConvParams p;
+  p.N = n, p.C = c, p.M = m, p.G = 1, p.in = {h, w}, p.out = {h, w};
+  p.w.kernel = {1, 1}, p.w.strides = {1, 1}, p.w.dilations = {1, 1}, p.w.pads = {0, 0, 0, 0};
+  return p;
+}
+
+struct Case {
+  ConvParams p;
+  std::vector<float> x, w, packed, b, res;
+  ConvEpilogue e;
+  int64_t out() const { return p.N * p.M * p.out[0] * p.out[1]; }
+};
+
+// Data for geometry p (random weights, input, bias or none, epilogue).
+Case with_data(std::mt19937& rng, const ConvParams& p) {
+  Case c;
+  c.p = p;
+  const int64_t h = c.p.in[0];
+  c.x = test::random_floats(rng, c.p.N * c.p.C * h * h, -1.0f, 1.0f);
+  c.w = test::random_floats(rng, c.p.M * c.p.C, -1.0f, 1.0f);
+  c.packed.resize(static_cast<size_t>(lanes_weight_floats(c.p.M, c.p.C)));
+  pack_lanes_weights(c.w.data(), c.p.M, c.p.C, c.packed.data());
+  if (pick(rng, 0, 1) == 1) c.b = test::random_floats(rng, c.p.M, -1.0f, 1.0f);
+  c.res = test::random_floats(rng, c.out(), -1.0f, 1.0f);
+  const int kind = static_cast<int>(pick(rng, 0, 2));
+  if (kind == 1) c.e = {c.res.data(), Activation::kRelu, 0.0f, 0.0f};
+  if (kind == 2) c.e = {c.res.data(), Activation::kClip, -2.0f, 3.0f};
+  return c;
+}
+
+// A random geometry the lanes take (partial channel panels only where they waste less); with
+// `one_panel`, 32 output channels (one panel, whose row tiles are cut into blocks).
+Case random_case(std::mt19937& rng, bool one_panel = false) {
+  const int64_t side[] = {7, 14, 5, 9, 28};
+  ConvParams p;
+  do {
+    const int64_t h = side[pick(rng, 0, 4)];
+    p = pointwise(pick(rng, 1, 3), pick(rng, 64, 400), one_panel ? 32 : pick(rng, 40, 300), h, h);
+  } while (!conv_lanes_applies(p));
+  return with_data(rng, p);
+}
+
+const float* bias(const Case& c) { return c.b.empty() ? nullptr : c.b.data(); }
+
+std::string describe(const Case& c) {
+  return "N " + std::to_string(c.p.N) + " C " + std::to_string(c.p.C) + " M " +
+         std::to_string(c.p.M) + " plane " + std::to_string(c.p.in[0]) + "x" +
+         std::to_string(c.p.in[1]);
+}
+
+std::vector<float> lanes(const Case& c, int threads) {
+  std::vector<float> y(static_cast<size_t>(c.out()), NAN);
+  EXPECT_TRUE(conv_lanes(c.p, c.x.data(), c.packed.data(), bias(c), y.data(), c.e,
+                                   threads));
+  return y;
+}
+
+TEST(OpsPointwiseLanes, AppliesToWideConvsOnSmallPlanes) {
+  EXPECT_TRUE(conv_lanes_applies(pointwise(1, 320, 1280, 7, 7)));
+  EXPECT_TRUE(conv_lanes_applies(pointwise(32, 576, 96, 14, 14)));
+  EXPECT_FALSE(conv_lanes_applies(pointwise(1, 32, 384, 14, 14)));    // few input channels
+  EXPECT_FALSE(conv_lanes_applies(pointwise(1, 256, 256, 56, 56)));   // whole panels
+  ConvParams padded = pointwise(1, 320, 1280, 7, 7);
+  padded.w.pads = {1, 1, 1, 1}, padded.out = {9, 9};
+  EXPECT_FALSE(conv_lanes_applies(padded));
+  ConvParams grouped = pointwise(1, 320, 1280, 7, 7);
+  grouped.G = 2;
+  EXPECT_FALSE(conv_lanes_applies(grouped));
+}
+
+TEST(OpsPointwiseLanes, SameBitsAsTheGemmAndNearTheReference) {
+  std::mt19937 rng(404);
+  for (int i = 0; i < 12; ++i) {
+    const Case c = random_case(rng, i % 3 == 0);
+    ASSERT_TRUE(conv_lanes_applies(c.p)) << describe(c);
+    const std::vector<float> got = lanes(c, 2);
+    std::vector<float> gemm(got.size(), NAN);
+    ASSERT_TRUE(conv_fast(c.p, c.x.data(), c.w.data(), nullptr, bias(c), gemm.data(), c.e, 2));
+    EXPECT_TRUE(test::same_bits(got, gemm)) << "case " << i << ": " << describe(c);
+    if (c.e.residual != nullptr) continue;  // the reference has no epilogue
+    std::vector<float> want(got.size());
+    reference::conv<float>(c.p, c.x.data(), c.w.data(), bias(c), want.data());
+    const auto [err, norm] = test::l2_error_and_norm(got, want);
+    EXPECT_LE(err, 1e-6 * norm) << "case " << i << ": " << describe(c);
+  }
+}
+
+TEST(OpsPointwiseLanes, SameBitsForAnyThreadCount) {
+  std::mt19937 rng(5);
+  for (int i = 0; i < 4; ++i) {
+    const Case c = random_case(rng, i % 2 == 0);
+    const std::vector<float> one = lanes(c, 1);
+    for (int t : {2, 3, 16}) EXPECT_TRUE(test::same_bits(one, lanes(c, t))) << "threads " << t;
+  }
+}
+
+#endif
+
+}  // namespace
+}  // namespace ptq::runtime::cpu
