@@ -126,7 +126,7 @@ class ConvKernel final : public Kernel {
     return shape;
   }
 
-  // The fast float32 kernels: Winograd or the 1x1 with channels in the lanes where it applies
+  // The fast float32 kernels: Winograd or the channels in the lanes where it applies
   // to this call and the weights are the packed initializer, else conv_fast. False where none
   // handles the shape.
   bool compute(const ConvParams& p, const float* x, const ir::Tensor& w, const float* b,
@@ -135,9 +135,9 @@ class ConvKernel final : public Kernel {
       std::call_once(winograd_once_, [&] { winograd_packed_ = pack_winograd(); });
       return conv_winograd(p, x, winograd_packed_.get(), b, y, e, threads_);
     }
-    if (lanes_ && pointwise_lanes_applies(p) && owns(w)) {
+    if (lanes_ && conv_lanes_applies(p) && owns(w)) {
       std::call_once(lanes_once_, [&] { lanes_packed_ = pack_lanes(); });
-      return conv_pointwise_lanes(p, x, lanes_packed_.get(), b, y, e, threads_);
+      return conv_lanes(p, x, lanes_packed_.get(), b, y, e, threads_);
     }
     return conv_fast(p, x, w.data<float>(), packed(w), b, y, e, threads_);
   }
@@ -166,10 +166,10 @@ class ConvKernel final : public Kernel {
     winograd_ = w->rank() == 4 && group_ == 1 && w->dim(2) == 3 && w->dim(3) == 3 &&
                 node_.attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
                 node_.attr_ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1};
-    // A wide 1x1 conv may run with its channels in the lanes (pointwise_lanes.cpp) on small
-    // planes; which form it packs waits for the first call too.
-    lanes_ = w->rank() == 4 && group_ == 1 && w->dim(2) == 1 && w->dim(3) == 1 &&
-             w->dim(1) >= kPointwiseLanesMinChannels;
+    // A wide 1x1 conv or a larger kernel may run with its channels in the lanes
+    // (conv_lanes.cpp) on small planes; which form it packs waits for the first call too.
+    const bool one = w->rank() == 4 && w->dim(2) == 1 && w->dim(3) == 1;
+    lanes_ = w->rank() == 4 && group_ == 1 && (!one || w->dim(1) >= kLanesMinChannels);
     if (!winograd_ && !lanes_) packed(*w);
   }
 
@@ -194,12 +194,9 @@ class ConvKernel final : public Kernel {
 
   PackedWeights pack_lanes() const {
     const ir::Tensor& w = *weights_;
-    const int64_t m = w.dim(0), c = w.dim(1);
-    return shared_packing(w.raw(), {2, m, c, 1},
-                          static_cast<size_t>(pointwise_lanes_weight_floats(m, c)),
-                          [&](float* out) {
-                            pack_pointwise_lanes_weights(w.data<float>(), m, c, out);
-                          });
+    const int64_t m = w.dim(0), k = w.size() / m;
+    return shared_packing(w.raw(), {2, m, k, 1}, static_cast<size_t>(lanes_weight_floats(m, k)),
+                          [&](float* out) { pack_lanes_weights(w.data<float>(), m, k, out); });
   }
 
   const ir::Node& node_;
@@ -209,7 +206,7 @@ class ConvKernel final : public Kernel {
   bool fusable_ = false;
   const ir::Tensor* weights_ = nullptr;  // the constant weights this kernel packs
   bool winograd_ = false;                // 3x3 stride 1: Winograd may compute some calls
-  bool lanes_ = false;                   // 1x1: conv_pointwise_lanes may compute some calls
+  bool lanes_ = false;                   // conv_lanes may compute some calls
   std::once_flag packed_once_, winograd_once_, lanes_once_;
   PackedWeights packed_, winograd_packed_, lanes_packed_;
 };

@@ -78,19 +78,21 @@ void pack_winograd_weights(const float* w, int64_t m, int64_t c, float* out);
 bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, const float* b,
                    float* y, const ConvEpilogue& e, int threads);
 
-// 1x1 convolutions (G = 1, stride 1, no pads, enough input channels) whose output planes fill
-// the GEMM's position panels poorly (7x7, 14x14), computed with the output channels in the
-// vector lanes instead (pointwise_lanes.cpp; AVX-512 only): whether it computes this call.
-bool pointwise_lanes_applies(const ConvParams& p);
-// The fewest input channels it takes (a kernel deciding at preparation which weights to pack
-// ahead checks this too).
-inline constexpr int64_t kPointwiseLanesMinChannels = 64;
-// Floats of its packed weights (W^T, pack_b's panels of output channels), and the packing.
-int64_t pointwise_lanes_weight_floats(int64_t m, int64_t c);
-void pack_pointwise_lanes_weights(const float* w, int64_t m, int64_t c, float* out);
-// Y = conv(X, W) + b, then the epilogue, from pack_pointwise_lanes_weights' output: the same
-// bits as conv_fast. Returns false when not applicable.
-bool conv_pointwise_lanes(const ConvParams& p, const float* x, const float* packed,
-                          const float* b, float* y, const ConvEpilogue& e, int threads);
+// Convolutions (G = 1) whose output planes fill the GEMMs' 32-position panels poorly (7x7,
+// 14x14), computed with the output channels in the vector lanes instead (conv_lanes.cpp;
+// AVX-512 only): 1x1 convs over enough input channels, and larger kernels at small batches
+// (reading a padded copy of the input). Whether it computes this call.
+bool conv_lanes_applies(const ConvParams& p);
+// The fewest input channels a 1x1 conv takes (a kernel deciding at preparation which weights
+// to pack ahead checks this too).
+inline constexpr int64_t kLanesMinChannels = 64;
+// Floats of the packed weights of an M x k conv (k = C x kernel taps; W^T in pack_b's panels
+// of output channels), and the packing.
+int64_t lanes_weight_floats(int64_t m, int64_t k);
+void pack_lanes_weights(const float* w, int64_t m, int64_t k, float* out);
+// Y = conv(X, W) + b, then the epilogue, from pack_lanes_weights' output: the same bits as
+// conv_fast. Returns false when not applicable.
+bool conv_lanes(const ConvParams& p, const float* x, const float* packed, const float* b,
+                float* y, const ConvEpilogue& e, int threads);
 
 }  // namespace ptq::runtime::cpu
