@@ -18,13 +18,13 @@ bin="$build/bench/runtime_bench"
 [ -x "$bin" ] || { echo "bench: $bin is missing (build the runtime_bench target)" >&2; exit 1; }
 command -v node >/dev/null || { echo "bench: node is missing (scripts/install-deps.sh)" >&2; exit 1; }
 
-# Threads wait without spinning, in both runtimes, unless PTQ_BENCH_SPIN=1: on a shared or
-# oversubscribed machine a spinning OpenMP / ORT worker burns the time slice its partner needs
-# (measured here: ResNet-18 batch 1 on 2 threads, 1.0 img/s spinning vs 5.2 passive). ptqkit's
-# kernel helpers never spin (src/runtime/cpu/task_pool.h); PTQ_BENCH_SPIN=1 lets ORT's pool and
-# the OpenMP loops left in ptqkit (calibration statistics) spin.
-export PTQ_BENCH_SPIN="${PTQ_BENCH_SPIN:-0}"
-if [ "$PTQ_BENCH_SPIN" = 0 ]; then export OMP_WAIT_POLICY=passive; fi
+# Each runtime waits for work as it does by default (PTQ_BENCH_SPIN=1, the default): ONNX
+# Runtime's intra-op pool spins before it blocks (milliseconds), ptqkit's kernel helpers watch
+# for the next loop for 100 microseconds before they sleep (src/runtime/cpu/task_pool.h).
+# PTQ_BENCH_SPIN=0 makes neither spin: ORT's allow_spinning=0, ptqkit's PTQ_SPIN_US=0, and
+# OMP_WAIT_POLICY=passive for the OpenMP loops left in ptqkit (calibration statistics).
+export PTQ_BENCH_SPIN="${PTQ_BENCH_SPIN:-1}"
+if [ "$PTQ_BENCH_SPIN" = 0 ]; then export OMP_WAIT_POLICY=passive PTQ_SPIN_US=0; fi
 
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }

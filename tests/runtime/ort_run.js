@@ -66,8 +66,8 @@ function batchOf(arr, count) {
   return new ort.Tensor(arr.type, out, [n, ...arr.shape.slice(1)]);
 }
 
-// PTQ_BENCH_SPIN=0 turns off the intra-op pool's spin-waiting (ptqkit's kernel helpers never
-// spin, task_pool.h): on an oversubscribed machine spinning threads starve.
+// PTQ_BENCH_SPIN=0 turns off the intra-op pool's spin-waiting (bench/run.sh then turns off
+// ptqkit's short watch for the next loop too, task_pool.h); otherwise ORT's default applies.
 async function session(model, threads) {
   const options = {
     intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential',
