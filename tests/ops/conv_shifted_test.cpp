@@ -6,6 +6,8 @@
 // each image alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -242,6 +244,39 @@ TEST(OpsConvShifted, StemWithImagesOfItsOwnMatchesReference) {
   const std::vector<float> two = run(c, {}, 2, taken);
   ASSERT_TRUE(taken);
   EXPECT_TRUE(same_bits(one, two));
+}
+
+// A 3x3/2 RGB stem at batch 1 (27 taps: each output row a GEMM written in place), outputs 35
+// wide (a partial last panel), 32 channels (a 4-row micro-panel tail), with a residual and a
+// Clip: against the reference plus the separate ops, bit for bit on 1, 2 and 3 threads.
+TEST(OpsConvShifted, RgbStemAtBatchOneMatchesReference) {
+  std::mt19937 rng(21);
+  Case c;
+  c.p.N = 1, c.p.C = 3, c.p.M = 32, c.p.G = 1;
+  c.p.in = {41, 70};
+  c.p.w.kernel = {3, 3}, c.p.w.strides = {2, 2}, c.p.w.dilations = {1, 1};
+  c.p.w.pads = {1, 1, 1, 1};
+  c.p.out = {21, 35};
+  const int64_t k = 27, out = 32 * 21 * 35;
+  c.x = randoms(rng, 3 * 41 * 70);
+  c.w = randoms(rng, 32 * k);
+  c.b = randoms(rng, 32);
+  c.packed.resize(static_cast<size_t>(packed_a_floats(32, k)));
+  pack_conv_weights(c.w.data(), 32, 1, k, c.packed.data());
+  const std::vector<float> res = randoms(rng, out);
+  const ConvEpilogue e{res.data(), Activation::kClip, -0.5f, 0.75f};
+  bool taken = false;
+  const std::vector<float> one = run(c, e, 1, taken);
+  ASSERT_TRUE(taken);
+  std::vector<float> want(static_cast<size_t>(out));
+  reference::conv<float>(c.p, c.x.data(), c.w.data(), bias(c), want.data());
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::clamp(want[i] + res[i], -0.5f, 0.75f);
+  const auto [err, norm] = test::l2_error_and_norm(one, want);
+  EXPECT_LE(err, 1e-6 * norm);
+  for (int t : {2, 3}) {
+    EXPECT_TRUE(same_bits(one, run(c, e, t, taken))) << "threads " << t;
+    EXPECT_TRUE(taken);
+  }
 }
 #endif
 
