@@ -343,6 +343,7 @@ void im2col_vector(const Geo& g, const float* xg, int64_t cg, int64_t c0, int64_
 }
 #endif
 
+
 // Per-call buffer shared by all threads (owned by the calling thread, kept between calls).
 float* shared_scratch(size_t n) {
   thread_local std::vector<float> buffer;
@@ -406,9 +407,16 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
     n = ng / g.G, grp = ng % g.G, c0 = (u % ctiles) * tn, t = std::min(tn, hw - c0);
   };
   // The epilogue of the output rows from row0 (of the group's M) whose tile starts at y + at.
+  // An output far past the caches is streamed to memory (GemmEpilogue::stream).
+  const bool stream = g.N * g.M * hw * int64_t{sizeof(float)} >= kStreamBytes;
   auto epilogue = [&](int64_t row0, int64_t at) {
     return GemmEpilogue{b != nullptr ? b + row0 : nullptr,
-                        e.residual != nullptr ? e.residual + at : nullptr, hw, e.act, e.lo, e.hi};
+                        e.residual != nullptr ? e.residual + at : nullptr,
+                        hw,
+                        e.act,
+                        e.lo,
+                        e.hi,
+                        stream};
   };
   int64_t parts = 1;
   if (units < 4 && mg >= 128) parts = std::min<int64_t>((4 + units - 1) / units, mg / 64);

@@ -232,6 +232,7 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
   // 170 -> 165 on 2, 14.8 -> 14.5 ms at batch 32 (the sums themselves are the rest).
   constexpr int64_t kDirectTaps = 64;
   const bool direct = k <= kDirectTaps && g.OW >= kGemmNR;
+  const bool stream = p.N * g.M * g.OH * g.OW * int64_t{sizeof(float)} >= kStreamBytes;
   const int64_t block_rows = std::max<int64_t>(1, tn / g.Wq);
   const int64_t per_image =
       (direct ? (g.OH + block_rows - 1) / block_rows : (g.P + tn - 1) / tn) * mtiles;
@@ -247,8 +248,12 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
       for (int64_t oh = oh0; oh < oh1; ++oh) {
         const int64_t at = n * out + m0 * plane_out + oh * g.OW;
         const GemmEpilogue ge{b != nullptr ? b + m0 : nullptr,
-                              e.residual != nullptr ? e.residual + at : nullptr, plane_out, e.act,
-                              e.lo, e.hi};
+                              e.residual != nullptr ? e.residual + at : nullptr,
+                              plane_out,
+                              e.act,
+                              e.lo,
+                              e.hi,
+                              stream};
         gemm_shifted(rows, g.OW, k, packed_w + m0 * k, xi + oh * g.Wq, boff.data(), y + at,
                      plane_out, ge);
       }

@@ -41,6 +41,7 @@ struct Tile {
   int64_t ldr;
   Activation act;
   float lo, hi;
+  bool stream;  // GemmEpilogue::stream
 };
 
 #if defined(__AVX512F__)
@@ -62,6 +63,11 @@ struct ShiftedRows {  // row q at b + off[q] (gemm_shifted)
     b1 = _mm512_loadu_ps(b + off[q] + 16);
   }
 };
+
+// Whether every row of a tile at c (row stride ldc) starts on a 64-byte line.
+inline bool streamable(const float* c, int64_t ldc) {
+  return reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc % 16 == 0;
+}
 
 template <int R, typename Rows>
 void micro_rows(const Tile& t, const Rows& rows) {
@@ -104,6 +110,14 @@ void micro_rows(const Tile& t, const Rows& rows) {
       c0[r] = activate(c0[r], t.act, lo, hi);
       c1[r] = activate(c1[r], t.act, lo, hi);
     }
+  }
+  if (t.stream && t.last && t.cols == NR && streamable(t.c, t.ldc)) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      _mm512_stream_ps(t.c + r * t.ldc, c0[r]);
+      _mm512_stream_ps(t.c + r * t.ldc + 16, c1[r]);
+    }
+    return;
   }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -326,7 +340,8 @@ Tile tile_at(const float* pa, const float* pb, float* c, int64_t ldc, const Gemm
               e.ldr,
               e.act,
               e.lo,
-              e.hi};
+              e.hi,
+              e.stream};
 }
 
 // C = the epilogue of an empty sum (k = 0).
@@ -365,6 +380,9 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
     const Tile t = tile_at(pa, pb + j0 * k + k0 * NR, c, ldc, e, k, i0, j0, cols, k0, kc);
     kMicro[static_cast<size_t>(rows - 1)](t);
   });
+#if defined(__AVX512F__)
+  if (e.stream) _mm_sfence();  // the streamed stores are seen before whatever follows
+#endif
 }
 
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
@@ -380,6 +398,7 @@ bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float*
     const Tile t = tile_at(pa, nullptr, c, ldc, e, k, i0, j0, cols, k0, kc);
     kRowsMicro<ShiftedRows>[static_cast<size_t>(rows - 1)](t, ShiftedRows{b + j0, boff + k0});
   });
+  if (e.stream) _mm_sfence();  // the streamed stores are seen before whatever follows
   return true;
 #else
   (void)m, (void)n, (void)k, (void)pa, (void)b, (void)boff, (void)c, (void)ldc, (void)e;

@@ -47,6 +47,10 @@ struct GemmEpilogue {
   int64_t ldr = 0;
   Activation act = Activation::kNone;
   float lo = 0.0f, hi = 0.0f;  // kClip's bounds
+  // Whole 64-byte-aligned vectors of C are written with non-temporal stores (past the caches,
+  // without first reading the lines in): for an output far larger than the caches, which the
+  // next op reads from memory anyway. The call ends with a store fence.
+  bool stream = false;
 };
 
 // C[m x n] (row stride ldc) = A * B, then the epilogue, from packed operands (pa from pack_a
