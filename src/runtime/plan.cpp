@@ -1,5 +1,7 @@
 #include "plan.h"
 
+#include "ptq/ir/constant_attr.h"
+
 namespace ptq::runtime {
 
 namespace {
@@ -13,6 +15,22 @@ int32_t add_value(Plan& plan, const std::string& name, ValueKind kind) {
     plan.values.push_back(std::move(v));
   }
   return it->second;
+}
+
+// The value of a Constant node with a dense value attribute, or null (the node stays a step,
+// whose kernel reports what is wrong).
+std::unique_ptr<ir::Tensor> constant_node_value(const ir::Node& node) {
+  if (node.op_type != "Constant" || !node.in_default_domain() || !node.inputs.empty() ||
+      node.outputs.size() != 1 || node.outputs[0].empty()) {
+    return nullptr;
+  }
+  if (const ir::Attribute* a = node.attr("value"); a != nullptr && a->type == ir::AttrType::kTensor) {
+    return std::make_unique<ir::Tensor>(a->t);
+  }
+  if (std::optional<ir::Tensor> t = ir::constant_attr_value(node)) {
+    return std::make_unique<ir::Tensor>(std::move(*t));
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -33,6 +51,13 @@ Expected<Plan> build_plan(const ir::Graph& graph) {
   }
   for (size_t node_index : order) {
     const ir::Node& node = graph.nodes[node_index];
+    if (std::unique_ptr<ir::Tensor> value = constant_node_value(node)) {
+      const int32_t id = add_value(plan, node.outputs[0], ValueKind::kConstant);
+      plan.values[id].constant = value.get();
+      plan.constants.push_back(id);
+      plan.node_constants.push_back(std::move(value));
+      continue;
+    }
     PlanStep step;
     step.node = node_index;
     for (const std::string& in : node.inputs) step.inputs.push_back(in.empty() ? -1 : plan.id(in));

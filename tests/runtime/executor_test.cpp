@@ -57,7 +57,8 @@ class TestBackend final : public Backend {
   std::string name() const override { return "test"; }
   bool supports(const ir::Node& node, int64_t) const override {
     return node.op_type == "Inc" || node.op_type == "View" || node.op_type == "Scratch" ||
-           node.op_type == "Two" || node.op_type == "Fail" || node.op_type == "Peek";
+           node.op_type == "Two" || node.op_type == "Fail" || node.op_type == "Peek" ||
+           node.op_type == "Constant";  // never asked for a kernel: the plan holds its value
   }
   Expected<std::unique_ptr<Kernel>> create_kernel(const KernelContext& ctx) override {
     ++created;
@@ -295,6 +296,30 @@ TEST(Executor, TopologicalOrderAndBorrowedInitializers) {
   ASSERT_EQ(backend.seen.size(), 1u);
   EXPECT_EQ(backend.seen[0], m.graph.initializer("w")->raw());
   EXPECT_EQ(exec->last_run_stats().weight_bytes, 8);
+}
+
+// A Constant node is no step: its value is made once, when the plan is, and every run reads
+// that one tensor (the test backend makes no Constant kernel: `created` counts the others).
+TEST(Executor, ConstantNodeValuesAreHeldLikeInitializers) {
+  TestBackend backend;
+  ir::Node constant = node("Constant", {}, {"w"});
+  ir::Attribute value;
+  value.name = "value";
+  value.type = ir::AttrType::kTensor;
+  value.t = ir::make_tensor<float>({2}, {5, 6});
+  constant.attributes.push_back(value);
+  ir::Model m = model_with({node("Inc", {"b"}, {"c"}), node("Peek", {"w"}, {"b"}), constant}, {"c"});
+  m.graph.inputs.clear();
+  auto exec = make(m, backend);
+  EXPECT_EQ(backend.created, 2);
+  for (int run = 0; run < 2; ++run) {
+    auto out = exec->run({});
+    ASSERT_TRUE(out.has_value()) << out.status().message();
+    EXPECT_EQ((*out)[0].second.data<float>()[1], 8.0f);
+    EXPECT_EQ(exec->last_run_stats().steps, 2);
+  }
+  ASSERT_EQ(backend.seen.size(), 2u);
+  EXPECT_EQ(backend.seen[0], backend.seen[1]);
 }
 
 class Recorder final : public Observer {
