@@ -24,7 +24,8 @@ std::unique_ptr<ir::Tensor> constant_node_value(const ir::Node& node) {
       node.outputs.size() != 1 || node.outputs[0].empty()) {
     return nullptr;
   }
-  if (const ir::Attribute* a = node.attr("value"); a != nullptr && a->type == ir::AttrType::kTensor) {
+  if (const ir::Attribute* a = node.attr("value");
+      a != nullptr && a->type == ir::AttrType::kTensor) {
     return std::make_unique<ir::Tensor>(a->t);
   }
   if (std::optional<ir::Tensor> t = ir::constant_attr_value(node)) {

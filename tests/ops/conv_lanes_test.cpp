@@ -104,16 +104,15 @@ std::string describe(const Case& c) {
 
 std::vector<float> lanes(const Case& c, int threads) {
   std::vector<float> y(static_cast<size_t>(c.out()), NAN);
-  EXPECT_TRUE(conv_lanes(c.p, c.x.data(), c.packed.data(), bias(c), y.data(), c.e,
-                                   threads));
+  EXPECT_TRUE(conv_lanes(c.p, c.x.data(), c.packed.data(), bias(c), y.data(), c.e, threads));
   return y;
 }
 
 TEST(OpsConvLanes, AppliesToWide1x1ConvsOnSmallPlanes) {
   EXPECT_TRUE(conv_lanes_applies(pointwise(1, 320, 1280, 7, 7)));
   EXPECT_TRUE(conv_lanes_applies(pointwise(32, 576, 96, 14, 14)));
-  EXPECT_FALSE(conv_lanes_applies(pointwise(1, 32, 384, 14, 14)));    // few input channels
-  EXPECT_FALSE(conv_lanes_applies(pointwise(1, 256, 256, 56, 56)));   // whole panels
+  EXPECT_FALSE(conv_lanes_applies(pointwise(1, 32, 384, 14, 14)));   // few input channels
+  EXPECT_FALSE(conv_lanes_applies(pointwise(1, 256, 256, 56, 56)));  // whole panels
   ConvParams padded = pointwise(1, 320, 1280, 7, 7);
   padded.w.pads = {1, 1, 1, 1}, padded.out = {9, 9};
   EXPECT_FALSE(conv_lanes_applies(padded));

@@ -7,14 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "conv.h"
-#include "op_test_util.h"
 #include "gemm_packed.h"
+#include "op_test_util.h"
 
 namespace ptq::runtime::cpu {
 namespace {

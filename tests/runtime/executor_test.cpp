@@ -308,7 +308,8 @@ TEST(Executor, ConstantNodeValuesAreHeldLikeInitializers) {
   value.type = ir::AttrType::kTensor;
   value.t = ir::make_tensor<float>({2}, {5, 6});
   constant.attributes.push_back(value);
-  ir::Model m = model_with({node("Inc", {"b"}, {"c"}), node("Peek", {"w"}, {"b"}), constant}, {"c"});
+  ir::Model m =
+      model_with({node("Inc", {"b"}, {"c"}), node("Peek", {"w"}, {"b"}), constant}, {"c"});
   m.graph.inputs.clear();
   auto exec = make(m, backend);
   EXPECT_EQ(backend.created, 2);

@@ -2,15 +2,16 @@
 // reference on random shapes (fixed seeds), and the kernels that pack a constant operand once
 // (Conv weights, Gemm/MatMul B given as initializers) against their reference kernels, with
 // bit-identical results for any thread count and for packed-once vs packed-per-call weights.
+#include "gemm_packed.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
 
-#include "gemm_packed.h"
-#include "shared_packing.h"
 #include "kernel_harness.h"
+#include "shared_packing.h"
 
 namespace ptq::runtime::testing {
 namespace {

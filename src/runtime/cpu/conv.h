@@ -98,7 +98,7 @@ int64_t lanes_weight_floats(int64_t m, int64_t k);
 void pack_lanes_weights(const float* w, int64_t m, int64_t k, float* out);
 // Y = conv(X, W) + b, then the epilogue, from pack_lanes_weights' output: the same bits as
 // conv_fast. Returns false when not applicable.
-bool conv_lanes(const ConvParams& p, const float* x, const float* packed, const float* b,
-                float* y, const ConvEpilogue& e, int threads);
+bool conv_lanes(const ConvParams& p, const float* x, const float* packed, const float* b, float* y,
+                const ConvEpilogue& e, int threads);
 
 }  // namespace ptq::runtime::cpu

@@ -343,7 +343,6 @@ void im2col_vector(const Geo& g, const float* xg, int64_t cg, int64_t c0, int64_
 }
 #endif
 
-
 // Per-call buffer shared by all threads (owned by the calling thread, kept between calls).
 float* shared_scratch(size_t n) {
   thread_local std::vector<float> buffer;

@@ -77,7 +77,8 @@ bool conv_lanes_applies(const ConvParams& p) {
   // copies stay small. (Stems, whose 112-wide rows waste 1-3 %, measured no faster here.)
   if (conv_shifted_interleaves(p) || p.N * copy_floats(p) > kMaxCopyFloats) return false;
   const Shifted g = shifted_geometry(p);
-  const double theirs = panel_use(g.P, kGemmNR) * static_cast<double>(hw) / static_cast<double>(g.P);
+  const double theirs =
+      static_cast<double>(hw) / static_cast<double>((g.P + kGemmNR - 1) / kGemmNR * kGemmNR);
   return panel_use(p.M, kPanel) > 1.1 * theirs;
 #else
   (void)p;
@@ -165,15 +166,15 @@ std::vector<Tile> image_tiles(int64_t rows, int64_t cols, int64_t pitch) {
 
 // What every tile of a call shares.
 struct Job {
-  const float* src;      // the image's source (input or padded copy)
-  const int64_t* taps;   // where each of the k taps starts in it
+  const float* src;     // the image's source (input or padded copy)
+  const int64_t* taps;  // where each of the k taps starts in it
   int64_t k;
-  const float* panel;    // the packed weights of the tile's channels
-  int64_t cols;          // channels of the panel (up to kPanel)
-  const float* bias;     // the panel's bias, or null
-  const float* res;      // the residual of the panel's first channel (laid out as y), or null
-  int64_t plane;         // floats of an output plane
-  float* y;              // the output plane of the panel's first channel
+  const float* panel;  // the packed weights of the tile's channels
+  int64_t cols;        // channels of the panel (up to kPanel)
+  const float* bias;   // the panel's bias, or null
+  const float* res;    // the residual of the panel's first channel (laid out as y), or null
+  int64_t plane;       // floats of an output plane
+  float* y;            // the output plane of the panel's first channel
 };
 
 // The epilogue of one run of a transposed tile: lanes `m` of v (v's lane first + i is output
@@ -221,17 +222,24 @@ void tile(const Job& j, const Tile& t, const ConvEpilogue& e) {
 
 using TileFn = void (*)(const Job&, const Tile&, const ConvEpilogue&);
 
-// tile<R, 0> for R = 1..kRows, then tile<R, R> for R = 1..kRows / 2.
+// tile<R, 0> for R = 1..kRows (one run), and tile<R, R> for R = 1..kRows / 2 (two rows).
 template <int... Rs>
-constexpr auto tile_table(std::integer_sequence<int, Rs...>) {
-  return std::array<TileFn, 2 * sizeof...(Rs)>{&tile<Rs + 1, 0>..., &tile<Rs / 2 + 1, Rs / 2 + 1>...};
+constexpr auto single_runs(std::integer_sequence<int, Rs...>) {
+  return std::array<TileFn, sizeof...(Rs)>{&tile<Rs + 1, 0>...};
 }
 
-constexpr auto kTiles = tile_table(std::make_integer_sequence<int, static_cast<int>(kRows)>{});
+template <int... Rs>
+constexpr auto paired_runs(std::integer_sequence<int, Rs...>) {
+  return std::array<TileFn, sizeof...(Rs)>{&tile<Rs + 1, Rs + 1>...};
+}
+
+constexpr auto kSingle = single_runs(std::make_integer_sequence<int, static_cast<int>(kRows)>{});
+constexpr auto kPaired =
+    paired_runs(std::make_integer_sequence<int, static_cast<int>(kRows / 2)>{});
 
 TileFn tile_fn(const Tile& t) {
-  return t.n[1] == 0 ? kTiles[static_cast<size_t>(t.n[0] - 1)]
-                     : kTiles[static_cast<size_t>(kRows + 2 * (t.n[0] - 1))];
+  const size_t i = static_cast<size_t>(t.n[0] - 1);
+  return t.n[1] == 0 ? kSingle[i] : kPaired[i];
 }
 
 // Where the taps read: a 1x1 conv reads the input in place (a single row of H * W outputs);
@@ -270,8 +278,8 @@ Source source(const ConvParams& p, const float* x, int threads) {
 
 }  // namespace
 
-bool conv_lanes(const ConvParams& p, const float* x, const float* packed, const float* b,
-                float* y, const ConvEpilogue& e, int threads) {
+bool conv_lanes(const ConvParams& p, const float* x, const float* packed, const float* b, float* y,
+                const ConvEpilogue& e, int threads) {
   if (!conv_lanes_applies(p)) return false;
   const Source s = source(p, x, threads);
   const std::vector<Tile> tiles = image_tiles(s.rows, s.cols, s.pitch);

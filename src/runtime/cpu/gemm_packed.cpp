@@ -161,7 +161,6 @@ void row_panels(const Tile& t) {
   }
 }
 
-
 // micro_rows<R, Rows> for R = 1..MR rows.
 template <typename Rows>
 using RowsFn = void (*)(const Tile&, const Rows&);
@@ -368,8 +367,10 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
 #if defined(__AVX512F__)
   if (m == 1) {  // groups of 8, then 4 whole panels by row_panels; the rest as below
     int64_t j0 = 0;
-    for (; j0 + 8 * NR <= n; j0 += 8 * NR) row_panels<8>(tile_at(pa, pb + j0 * k, c, ldc, e, k, 0, j0, NR, 0, k));
-    for (; j0 + 4 * NR <= n; j0 += 4 * NR) row_panels<4>(tile_at(pa, pb + j0 * k, c, ldc, e, k, 0, j0, NR, 0, k));
+    for (; j0 + 8 * NR <= n; j0 += 8 * NR)
+      row_panels<8>(tile_at(pa, pb + j0 * k, c, ldc, e, k, 0, j0, NR, 0, k));
+    for (; j0 + 4 * NR <= n; j0 += 4 * NR)
+      row_panels<4>(tile_at(pa, pb + j0 * k, c, ldc, e, k, 0, j0, NR, 0, k));
     pb += j0 * k, c += j0, n -= j0;
     if (e.residual != nullptr) e.residual += j0;
     if (n == 0) return;

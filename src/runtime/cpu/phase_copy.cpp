@@ -30,9 +30,7 @@ Shifted shifted_geometry(const ConvParams& p) {
   return g;
 }
 
-Layout image_layout(const Shifted& g) {
-  return {g.SH * g.SW * g.Hq * g.Wq, g.Hq * g.Wq, g.Wq, 1};
-}
+Layout image_layout(const Shifted& g) { return {g.SH * g.SW * g.Hq * g.Wq, g.Hq * g.Wq, g.Wq, 1}; }
 
 // Where row q = (ci, kh, kw) of the im2col matrix starts in a padded copy.
 std::vector<int64_t> tap_offsets(const Shifted& g, const Layout& l) {

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
