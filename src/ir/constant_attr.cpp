@@ -32,4 +32,11 @@ std::optional<Tensor> constant_attr_value(const Node& node) {
   return std::nullopt;
 }
 
+std::optional<Tensor> constant_node_value(const Node& node) {
+  if (const Attribute* a = node.attr("value"); a != nullptr && a->type == AttrType::kTensor) {
+    return a->t.view();
+  }
+  return constant_attr_value(node);
+}
+
 }  // namespace ptq::ir

@@ -19,19 +19,13 @@ int32_t add_value(Plan& plan, const std::string& name, ValueKind kind) {
 
 // The value of a Constant node with a dense value attribute, or null (the node stays a step,
 // whose kernel reports what is wrong).
-std::unique_ptr<ir::Tensor> constant_node_value(const ir::Node& node) {
+std::unique_ptr<ir::Tensor> held_constant(const ir::Node& node) {
   if (node.op_type != "Constant" || !node.in_default_domain() || !node.inputs.empty() ||
       node.outputs.size() != 1 || node.outputs[0].empty()) {
     return nullptr;
   }
-  if (const ir::Attribute* a = node.attr("value");
-      a != nullptr && a->type == ir::AttrType::kTensor) {
-    return std::make_unique<ir::Tensor>(a->t);
-  }
-  if (std::optional<ir::Tensor> t = ir::constant_attr_value(node)) {
-    return std::make_unique<ir::Tensor>(std::move(*t));
-  }
-  return nullptr;
+  std::optional<ir::Tensor> t = ir::constant_node_value(node);
+  return t ? std::make_unique<ir::Tensor>(std::move(*t)) : nullptr;
 }
 
 }  // namespace
@@ -52,7 +46,7 @@ Expected<Plan> build_plan(const ir::Graph& graph) {
   }
   for (size_t node_index : order) {
     const ir::Node& node = graph.nodes[node_index];
-    if (std::unique_ptr<ir::Tensor> value = constant_node_value(node)) {
+    if (std::unique_ptr<ir::Tensor> value = held_constant(node)) {
       const int32_t id = add_value(plan, node.outputs[0], ValueKind::kConstant);
       plan.values[id].constant = value.get();
       plan.constants.push_back(id);

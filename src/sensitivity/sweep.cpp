@@ -95,9 +95,7 @@ ir::Model constants_as_initializers(const ir::Model& model) {
     std::optional<ir::Tensor> value;
     if (n.op_type == "Constant" && n.in_default_domain() && n.outputs.size() == 1 &&
         !m.graph.is_graph_output(n.outputs[0])) {
-      const ir::Attribute* a = n.attr("value");
-      value = a != nullptr && a->type == ir::AttrType::kTensor ? a->t.view()
-                                                                : ir::constant_attr_value(n);
+      value = ir::constant_node_value(n);
     }
     if (value) {
       m.graph.add_initializer(n.outputs[0], std::move(*value));

@@ -12,4 +12,8 @@ namespace ptq::ir {
 // forms); nullopt when the node holds its value otherwise (`value`, `sparse_value`) or not at all.
 std::optional<Tensor> constant_attr_value(const Node& node);
 
+// A Constant node's dense value: its `value` tensor (a view: the node must outlive it) or one
+// of the forms above; nullopt for `sparse_value` or none.
+std::optional<Tensor> constant_node_value(const Node& node);
+
 }  // namespace ptq::ir

@@ -11,10 +11,7 @@ namespace ptq::runtime::cpu {
 namespace {
 
 Expected<ir::Tensor> constant_value(const ir::Node& node) {
-  if (const ir::Attribute* a = node.attr("value"); a != nullptr && a->type == ir::AttrType::kTensor) {
-    return a->t;
-  }
-  if (std::optional<ir::Tensor> t = ir::constant_attr_value(node)) return std::move(*t);
+  if (std::optional<ir::Tensor> t = ir::constant_node_value(node)) return std::move(*t);
   if (node.has_attr("sparse_value")) return node_error(node, "sparse_value is not supported");
   return node_error(node, "has no value attribute");
 }
