@@ -1,4 +1,4 @@
-// Convolutions whose output passes kStreamBytes write it with non-temporal stores (conv.h):
+// Convolutions whose output streams_output() takes write it with non-temporal stores (conv.h):
 // a 1x1 conv (the GEMM reading its input rows in place) and an RGB stem (conv_shifted writing
 // each output row in place), each with a 34 MB output, against the float64-accumulating
 // reference with the epilogue applied after it; random inputs, fixed seeds.
@@ -33,7 +33,7 @@ void expect_streamed_like_the_reference(const ConvParams& p, uint32_t seed) {
   std::mt19937 rng(seed);
   const int64_t k = p.C * p.w.kernel[0] * p.w.kernel[1];
   const int64_t out = p.M * p.out[0] * p.out[1];
-  ASSERT_GE(out * int64_t{sizeof(float)}, kStreamBytes);
+  ASSERT_TRUE(streams_output(out));
   const std::vector<float> x = test::random_floats(rng, p.C * p.in[0] * p.in[1], -1.0f, 1.0f);
   const std::vector<float> w = test::random_floats(rng, p.M * k, -1.0f, 1.0f);
   const std::vector<float> b = test::random_floats(rng, p.M, -1.0f, 1.0f);

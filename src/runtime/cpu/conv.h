@@ -37,11 +37,13 @@ extern template void conv<double>(const ConvParams&, const double*, const double
 // packed_a_floats(M/G, k) floats apart. Done once when a Conv with constant weights is prepared.
 void pack_conv_weights(const float* w, int64_t m, int64_t groups, int64_t k, float* out);
 
-// Outputs of at least this many bytes are written past the caches (GemmEpilogue::stream) by
-// the kernels whose GEMM writes them in place: the last-level cache of the machines measured
-// (32 MiB), so the next op would read them from memory anyway. MobileNetV2's 1x1 expansion at
-// 112x112, batch 32 (154 MB out): 31-35 -> 16-21 ms.
-inline constexpr int64_t kStreamBytes = int64_t{32} << 20;
+// Whether a conv's output of this many floats is written past the caches (GemmEpilogue::stream)
+// by the kernels whose GEMM writes it in place: from 32 MiB, the last-level cache of the
+// machines measured, so the next op would read it from memory anyway. MobileNetV2's 1x1
+// expansion at 112x112, batch 32 (154 MB out): 31-35 -> 16-21 ms.
+inline bool streams_output(int64_t floats) {
+  return floats * int64_t{sizeof(float)} >= (int64_t{32} << 20);
+}
 
 // Whether conv_fast handles this geometry (1-D and 2-D).
 inline bool conv_fast_handles(const ConvParams& p) { return p.in.size() == 1 || p.in.size() == 2; }

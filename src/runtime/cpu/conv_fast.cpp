@@ -407,7 +407,7 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
   };
   // The epilogue of the output rows from row0 (of the group's M) whose tile starts at y + at.
   // An output far past the caches is streamed to memory (GemmEpilogue::stream).
-  const bool stream = g.N * g.M * hw * int64_t{sizeof(float)} >= kStreamBytes;
+  const bool stream = streams_output(g.N * g.M * hw);
   auto epilogue = [&](int64_t row0, int64_t at) {
     return GemmEpilogue{b != nullptr ? b + row0 : nullptr,
                         e.residual != nullptr ? e.residual + at : nullptr,

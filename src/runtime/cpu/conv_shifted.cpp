@@ -232,7 +232,7 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
   // 170 -> 165 on 2, 14.8 -> 14.5 ms at batch 32 (the sums themselves are the rest).
   constexpr int64_t kDirectTaps = 64;
   const bool direct = k <= kDirectTaps && g.OW >= kGemmNR;
-  const bool stream = p.N * g.M * g.OH * g.OW * int64_t{sizeof(float)} >= kStreamBytes;
+  const bool stream = streams_output(p.N * g.M * g.OH * g.OW);
   const int64_t block_rows = std::max<int64_t>(1, tn / g.Wq);
   const int64_t per_image =
       (direct ? (g.OH + block_rows - 1) / block_rows : (g.P + tn - 1) / tn) * mtiles;
