@@ -219,22 +219,26 @@ TEST(OpsConvShifted, DeclinesOtherGeometries) {
 }
 
 #if defined(__AVX512F__)
+// An RGB stem (3 input channels, a kernel x kernel window at stride 2, pads kernel / 2) over n
+// images of h x w, m output channels, with data and always a bias.
+Case rgb_stem(std::mt19937& rng, int64_t n, int64_t m, int64_t h, int64_t w, int64_t kernel) {
+  ConvParams p;
+  const int64_t pad = kernel / 2;
+  p.N = n, p.C = 3, p.M = m, p.G = 1, p.in = {h, w};
+  p.w.kernel = {kernel, kernel}, p.w.strides = {2, 2}, p.w.dilations = {1, 1};
+  p.w.pads = {pad, pad, pad, pad};
+  set_outputs(p);
+  Case c = with_data(rng, p);
+  if (c.b.empty()) c.b = randoms(rng, m);
+  return c;
+}
+
 // An RGB stem (7x7/2, pad 3) whose images each thread pads itself: 8 images on 1 and 2
 // threads, against the reference and bit for bit.
 TEST(OpsConvShifted, StemWithImagesOfItsOwnMatchesReference) {
   std::mt19937 rng(12);
-  Case c;
-  c.p.N = 8, c.p.C = 3, c.p.M = 20, c.p.G = 1;
-  c.p.in = {29, 38};
-  c.p.w.kernel = {7, 7}, c.p.w.strides = {2, 2}, c.p.w.dilations = {1, 1};
-  c.p.w.pads = {3, 3, 3, 3};
-  c.p.out = {15, 19};
-  const int64_t k = 3 * 49;
-  c.x = randoms(rng, 8 * 3 * 29 * 38);
-  c.w = randoms(rng, 20 * k);
-  c.b = randoms(rng, 20);
-  c.packed.resize(static_cast<size_t>(packed_a_floats(20, k)));
-  pack_conv_weights(c.w.data(), 20, 1, k, c.packed.data());
+  const Case c = rgb_stem(rng, 8, 20, 29, 38, 7);
+  ASSERT_EQ(c.p.out, (std::vector<int64_t>{15, 19}));
   bool taken = false;
   const std::vector<float> one = run(c, {}, 1, taken);
   ASSERT_TRUE(taken);
@@ -250,24 +254,14 @@ TEST(OpsConvShifted, StemWithImagesOfItsOwnMatchesReference) {
 // Clip: against the reference plus the separate ops, bit for bit on 1, 2 and 3 threads.
 TEST(OpsConvShifted, RgbStemAtBatchOneMatchesReference) {
   std::mt19937 rng(21);
-  Case c;
-  c.p.N = 1, c.p.C = 3, c.p.M = 32, c.p.G = 1;
-  c.p.in = {41, 70};
-  c.p.w.kernel = {3, 3}, c.p.w.strides = {2, 2}, c.p.w.dilations = {1, 1};
-  c.p.w.pads = {1, 1, 1, 1};
-  c.p.out = {21, 35};
-  const int64_t k = 27, out = 32 * 21 * 35;
-  c.x = randoms(rng, 3 * 41 * 70);
-  c.w = randoms(rng, 32 * k);
-  c.b = randoms(rng, 32);
-  c.packed.resize(static_cast<size_t>(packed_a_floats(32, k)));
-  pack_conv_weights(c.w.data(), 32, 1, k, c.packed.data());
-  const std::vector<float> res = randoms(rng, out);
+  const Case c = rgb_stem(rng, 1, 32, 41, 70, 3);
+  ASSERT_EQ(c.p.out, (std::vector<int64_t>{21, 35}));
+  const std::vector<float>& res = c.res;
   const ConvEpilogue e{res.data(), Activation::kClip, -0.5f, 0.75f};
   bool taken = false;
   const std::vector<float> one = run(c, e, 1, taken);
   ASSERT_TRUE(taken);
-  std::vector<float> want(static_cast<size_t>(out));
+  std::vector<float> want(res.size());
   reference::conv<float>(c.p, c.x.data(), c.w.data(), bias(c), want.data());
   for (size_t i = 0; i < want.size(); ++i) want[i] = std::clamp(want[i] + res[i], -0.5f, 0.75f);
   const auto [err, norm] = test::l2_error_and_norm(one, want);
