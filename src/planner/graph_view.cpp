@@ -23,10 +23,15 @@ GraphView::GraphView(const ir::Graph& graph,
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const ir::Node& node = graph.nodes[n];
     if (!op_in(node, {"Constant"}) || node.outputs.empty()) continue;
-    std::optional<ir::Tensor> t = ir::constant_node_value(node);
-    if (!t) continue;
-    owned_.push_back(std::move(*t));
-    constants_[node.outputs[0]] = &owned_.back();
+    const ir::Attribute* value = node.attr("value");
+    if (value && value->type == ir::AttrType::kTensor) {
+      constants_[node.outputs[0]] = &value->t;
+    } else if (auto t = ir::constant_attr_value(node)) {
+      owned_.push_back(std::move(*t));
+      constants_[node.outputs[0]] = &owned_.back();
+    } else {
+      continue;
+    }
     constant_nodes_[node.outputs[0]] = n;
   }
 

@@ -55,7 +55,7 @@ class GraphView {
   ir::GraphIndex index_;
   std::unordered_map<std::string, const ir::Tensor*> constants_;
   std::unordered_map<std::string, size_t> constant_nodes_;
-  std::deque<ir::Tensor> owned_;  // Constant nodes' values (views of `value` attributes)
+  std::deque<ir::Tensor> owned_;  // Constant nodes' value_float(s) / value_int(s) as tensors
   std::vector<int64_t> depth_;
   std::vector<size_t> order_;
   bool sorted_ok_ = true;
