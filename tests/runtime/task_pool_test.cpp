@@ -110,11 +110,30 @@ TEST(TaskPool, SeveralCallersAtOnce) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// Runs two tasks on two threads that each wait (up to 10 s) for the other to start: true once
+// this thread's pool has a helper that is running tasks, i.e. is past its own start-up.
+bool helper_is_running() {
+  std::atomic<int> arrived{0};
+  std::atomic<int> met{0};
+  auto task = [&](int64_t) {
+    arrived.fetch_add(1);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (arrived.load() < 2 && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+    if (arrived.load() == 2) met.fetch_add(1);
+  };
+  run_tasks(2, 2, task);
+  return met.load() == 2;
+}
+
 // A process forked after this thread's pool started its helpers has none of them: a loop in
 // the child must run (on a new pool) and the child must exit normally, not wait on the
-// parent's helpers.
+// parent's helpers. The fork waits until the helper runs tasks: a thread forked while another
+// is still starting may hold the sanitizers' allocator lock forever in the child (GCC 12's
+// AddressSanitizer takes no lock around fork(); its thread start-up allocates), which would
+// hang the child's own helpers whatever the pool does.
 TEST(TaskPool, ForkedChildRunsLoopsAndExits) {
-  EXPECT_EQ(run_counted(2, 64), std::vector<int>(64, 1));  // helpers started in this process
+  EXPECT_EQ(run_counted(2, 64), std::vector<int>(64, 1));
+  ASSERT_TRUE(helper_is_running());
   const pid_t pid = ::fork();
   if (pid == 0) {
     const bool ok = run_counted(2, 64) == std::vector<int>(64, 1) &&
