@@ -55,12 +55,22 @@ struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
   }
 };
 
-struct ShiftedRows {  // row q at b + off[q] (gemm_shifted)
+// Row q at b + off[q] (gemm_shifted): rows of the input itself (a 1x1 conv's channels, a plane
+// apart) or of a padded copy. Each load also prefetches its row four panels on: the panels of a
+// block are read in column order, each touching every row, and with 24 to 256 rows a plane
+// apart the hardware prefetcher does not follow them all, so rows not in cache (batch 32: inputs
+// of 25-77 MB) were read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from
+// memory: 16.4 -> 5.5 ms; rows in cache: unchanged.
+struct ShiftedRows {
+  static constexpr int64_t kAhead = 4 * NR;  // floats: four panels on, two cache lines
   const float* b;
   const int64_t* off;
   void load(int64_t q, __m512& b0, __m512& b1) const {
-    b0 = _mm512_loadu_ps(b + off[q]);
-    b1 = _mm512_loadu_ps(b + off[q] + 16);
+    const float* row = b + off[q];
+    _mm_prefetch(reinterpret_cast<const char*>(row + kAhead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(row + kAhead + 16), _MM_HINT_T0);
+    b0 = _mm512_loadu_ps(row);
+    b1 = _mm512_loadu_ps(row + 16);
   }
 };
 
