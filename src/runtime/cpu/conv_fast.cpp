@@ -440,7 +440,7 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
       const float* read_end = xg + (k - 1) * hw + c0 + (t + kGemmNR - 1) / kGemmNR * kGemmNR;
       if (in_place && read_end <= x_end &&
           gemm_shifted(mg, t, k, pw + grp * group_floats, xg + c0, rows_at.data(), y + at, hw,
-                       epilogue(grp * mg, at))) {
+                       epilogue(grp * mg, at), true)) {
         return;
       }
       float* col = scratch(static_cast<size_t>(col_floats));

@@ -55,20 +55,23 @@ struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
   }
 };
 
-// Row q at b + off[q] (gemm_shifted): rows of the input itself (a 1x1 conv's channels, a plane
-// apart) or of a padded copy. Each load also prefetches its row four panels on: the panels of a
-// block are read in column order, each touching every row, and with 24 to 256 rows a plane
-// apart the hardware prefetcher does not follow them all, so rows not in cache (batch 32: inputs
-// of 25-77 MB) were read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from
-// memory: 16.4 -> 5.5 ms; rows in cache: unchanged.
+// Row q at b + off[q] (gemm_shifted). With kFar (rows a plane apart: a 1x1 conv's input read
+// in place) each load also prefetches its row four panels on: the panels of a block are read in
+// column order, each touching every row, and with 24 to 256 rows far apart the hardware
+// prefetcher does not follow them all, so rows not in cache (batch 32: inputs of 25-77 MB) were
+// read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from memory: 18.7 ->
+// 6.1 ms. Rows of a padded copy (a larger kernel's taps) are in cache and read as they are.
+template <bool kFar>
 struct ShiftedRows {
   static constexpr int64_t kAhead = 4 * NR;  // floats: four panels on, two cache lines
   const float* b;
   const int64_t* off;
   void load(int64_t q, __m512& b0, __m512& b1) const {
     const float* row = b + off[q];
-    _mm_prefetch(reinterpret_cast<const char*>(row + kAhead), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(row + kAhead + 16), _MM_HINT_T0);
+    if (kFar) {
+      _mm_prefetch(reinterpret_cast<const char*>(row + kAhead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(row + kAhead + 16), _MM_HINT_T0);
+    }
     b0 = _mm512_loadu_ps(row);
     b1 = _mm512_loadu_ps(row + 16);
   }
@@ -397,7 +400,8 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
 }
 
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
-                  const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& e) {
+                  const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& e,
+                  bool far_rows) {
 #if defined(__AVX512F__)
   if (m <= 0 || n <= 0) return true;
   if (k == 0) {
@@ -407,12 +411,18 @@ bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float*
   for_each_tile(m, n, k, [&](int64_t i0, int64_t rows, int64_t j0, int64_t cols, int64_t k0,
                              int64_t kc) {
     const Tile t = tile_at(pa, nullptr, c, ldc, e, k, i0, j0, cols, k0, kc);
-    kRowsMicro<ShiftedRows>[static_cast<size_t>(rows - 1)](t, ShiftedRows{b + j0, boff + k0});
+    const size_t r = static_cast<size_t>(rows - 1);
+    if (far_rows) {
+      kRowsMicro<ShiftedRows<true>>[r](t, ShiftedRows<true>{b + j0, boff + k0});
+    } else {
+      kRowsMicro<ShiftedRows<false>>[r](t, ShiftedRows<false>{b + j0, boff + k0});
+    }
   });
   if (e.stream) _mm_sfence();  // the streamed stores are seen before whatever follows
   return true;
 #else
   (void)m, (void)n, (void)k, (void)pa, (void)b, (void)boff, (void)c, (void)ldc, (void)e;
+  (void)far_rows;
   return false;
 #endif
 }

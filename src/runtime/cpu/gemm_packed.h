@@ -64,9 +64,11 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
 // b + boff[q] (a "shifted" B: a stride-1 convolution's taps over a zero-padded input, or a 1x1
 // convolution's input rows, so no copy is made). Columns are read in whole panels of kGemmNR:
 // up to kGemmNR - 1 floats past column n are read (they must exist) and ignored. Elements are
-// summed over k in order exactly as gemm_packed sums them. Returns false where it is not built
-// (no AVX-512).
+// summed over k in order exactly as gemm_packed sums them. `far_rows`: B's rows lie far apart
+// and may not be cached (a 1x1 convolution's input planes), so they are prefetched ahead; the
+// values are the same either way. Returns false where it is not built (no AVX-512).
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
-                  const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& epilogue = {});
+                  const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& epilogue = {},
+                  bool far_rows = false);
 
 }  // namespace ptq::runtime::cpu
