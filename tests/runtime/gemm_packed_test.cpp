@@ -140,6 +140,39 @@ TEST(GemmPacked, StreamedStoresGiveTheSameValues) {
   }
 }
 
+// gemm_shifted reading B's rows where they lie (a plane apart, as a 1x1 conv's input) gives
+// gemm_packed's bits on the packed copy of the same rows, with the rows prefetched ahead
+// (far_rows) or not; k within one slice and across slices, whole and partial panels.
+TEST(GemmPacked, ShiftedRowsGiveThePackedProductsBits) {
+#if defined(__AVX512F__)
+  std::mt19937 rng(12);
+  for (const int64_t k : {24, 300}) {
+    const int64_t m = 16, n = 200, plane = 3136;  // rows 56 x 56 floats apart
+    const Matrix a = random_matrix(rng, m, k), planes = random_matrix(rng, k, plane);
+    Matrix b{k, n, {}};
+    for (int64_t q = 0; q < k; ++q) {
+      b.v.insert(b.v.end(), planes.v.begin() + q * plane, planes.v.begin() + q * plane + n);
+    }
+    const Matrix bias = random_matrix(rng, 1, m);
+    const GemmEpilogue e{bias.v.data(), nullptr, 0, Activation::kRelu};
+    const std::vector<float> want = packed_product(false, false, m, n, k, a, b, e, n);
+    std::vector<float> pa(static_cast<size_t>(cpu::packed_a_floats(m, k)));
+    cpu::pack_a(false, m, k, a.v.data(), k, pa.data());
+    std::vector<int64_t> rows(static_cast<size_t>(k));
+    for (int64_t q = 0; q < k; ++q) rows[static_cast<size_t>(q)] = q * plane;
+    for (const bool far : {false, true}) {
+      std::vector<float> got(want.size(), -7.0f);
+      ASSERT_TRUE(cpu::gemm_shifted(m, n, k, pa.data(), planes.v.data(), rows.data(), got.data(),
+                                    n, e, far));
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+          << "k " << k << " far_rows " << far;
+    }
+  }
+#else
+  GTEST_SKIP() << "gemm_shifted needs AVX-512";
+#endif
+}
+
 TEST(GemmPacked, NanStaysNanThroughTheClamp) {
   std::mt19937 rng(3);
   Matrix a = random_matrix(rng, 3, 5), b = random_matrix(rng, 5, 4);
