@@ -375,6 +375,29 @@ void pack_unit(const Geo& g, bool pointwise, const float* xg, int64_t cg, int64_
   im2col(g, xg, cg, c0, t, col);
 }
 
+// gemm_conv's column tile for `images` (images x groups) of hw outputs over k rows: the slice
+// of one k block (up to 256 rows) of the packed columns takes about 256 KiB, so it stays in L2
+// while every row panel of the weights passes over it; tiles are then evened out and rounded up
+// to whole micro-kernel panels. A small convolution (batch 1 at 28x28 and below) would be a few
+// tiles, which the threads could not share: narrower tiles (whole panels) until there are four
+// (MobileNetV2 at batch 1 on 2 threads: its 14x14 projections ran on one thread), and on until
+// four a thread while the threads cannot take equal shares (a count they do not divide, or a
+// last tile of half a tile or less): its 1x1 32 -> 192 at 28x28 took 66-76 us as tiles of 7, 7,
+// 7 and 3.5 panels (one thread got 14 of the 24.5), 55-61 us as 12 of 2 and a half. A 56x56
+// plane as four tiles of 25, 25, 25 and 23 panels stays so (as eight: 10 % slower).
+int64_t column_tile(int64_t hw, int64_t k, int64_t images, int threads) {
+  const int64_t widest = std::clamp<int64_t>(65536 / std::clamp<int64_t>(k, 1, 256), 64, 2048);
+  const int64_t even = (hw + widest - 1) / widest;
+  int64_t tn = std::min(hw, ((hw + even - 1) / even + kGemmNR - 1) / kGemmNR * kGemmNR);
+  const int64_t t = std::max(threads, 1);
+  for (;;) {
+    const int64_t tiles = (hw + tn - 1) / tn, total = images * tiles;
+    const bool uneven = total % t != 0 || 2 * (hw - (tiles - 1) * tn) <= tn;
+    if ((total >= 4 && (total >= 4 * t || !uneven)) || tn <= kGemmNR) return tn;
+    tn = std::max(kGemmNR, (tn / 2 + kGemmNR - 1) / kGemmNR * kGemmNR);
+  }
+}
+
 // Work is cut into "units" (image, group, column tile) and, when there are fewer than 4 units,
 // each unit's output channels into up to 4 row tiles that share one packed column buffer.
 // Tile sizes follow from the shape alone.
@@ -385,19 +408,7 @@ void gemm_conv(const Geo& g, const float* x, const float* pw, const float* b, fl
   const int64_t group_floats = packed_a_floats(mg, k);
   const bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PT == 0 &&
                          g.PL == 0 && g.OH == g.H && g.OW == g.W;
-  // Column tile: the slice of one k block (up to 256 rows) of the packed columns takes about
-  // 256 KiB, so it stays in L2 while every row panel of the weights passes over it; tiles are
-  // then evened out and rounded up to whole micro-kernel panels.
-  const int64_t widest = std::clamp<int64_t>(65536 / std::clamp<int64_t>(k, 1, 256), 64, 2048);
-  const int64_t even = (hw + widest - 1) / widest;
-  int64_t tn = std::min(hw, ((hw + even - 1) / even + kGemmNR - 1) / kGemmNR * kGemmNR);
-  // A small convolution (batch 1 at 14x14 or 7x7) would be one or two tiles, which a second
-  // thread could not share: narrower tiles (whole panels) until there are four, where the
-  // output has that many panels. MobileNetV2 at batch 1 on 2 threads: its 14x14 projections
-  // ran on one thread.
-  while (g.N * g.G * ((hw + tn - 1) / tn) < 4 && tn > kGemmNR) {
-    tn = std::max(kGemmNR, (tn / 2 + kGemmNR - 1) / kGemmNR * kGemmNR);
-  }
+  const int64_t tn = column_tile(hw, k, g.N * g.G, threads);
   const int64_t ctiles = (hw + tn - 1) / tn;
   const int64_t units = g.N * g.G * ctiles;
   const int64_t col_floats = packed_b_floats(k, tn);
