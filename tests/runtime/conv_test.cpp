@@ -164,6 +164,8 @@ TEST(Conv, BitIdenticalForAnyThreadCount) {
   const std::vector<ConvCase> cases{
       {2, 16, 32, 1, {30, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "NOTSET", true},   // im2col
       {1, 64, 96, 1, {20, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "NOTSET", true},   // 1x1
+      // 1x1 over 32 channels at 28x28: 4 column tiles on 1 thread, 13 on 2 or 3
+      {1, 32, 192, 1, {28, 28}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "NOTSET", true},
       {1, 32, 32, 32, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "NOTSET", true},  // depthwise
       {1, 512, 512, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "NOTSET", false}, // row tiles
       // shifted, 9 images: each thread pads its own (1 thread), 8 so and the last in a round
