@@ -158,12 +158,18 @@ TEST(OpsConvLanes, SameBitsAsTheGemmAndNearTheReference) {
   for (int i = 0; i < 12; ++i) expect_like_the_gemm(random_case(rng, i % 3 == 0), i);
 }
 
+// Also MobileNetV2's 7x7 projection to 160 channels: 5 panels, whose tiles are cut into
+// blocks on 2 threads (10 tasks) and not on 1.
 TEST(OpsConvLanes, SameBitsForAnyThreadCount) {
   std::mt19937 rng(5);
-  for (int i = 0; i < 6; ++i) {
-    const Case c = i < 4 ? random_case(rng, i % 2 == 0) : random_spatial_case(rng);
+  for (int i = 0; i < 7; ++i) {
+    const Case c = i < 4   ? random_case(rng, i % 2 == 0)
+                   : i < 6 ? random_spatial_case(rng)
+                           : with_data(rng, pointwise(1, 576, 160, 7, 7));
     const std::vector<float> one = lanes(c, 1);
-    for (int t : {2, 3, 16}) EXPECT_TRUE(test::same_bits(one, lanes(c, t))) << "threads " << t;
+    for (int t : {2, 3, 16}) {
+      EXPECT_TRUE(test::same_bits(one, lanes(c, t))) << describe(c) << " threads " << t;
+    }
   }
 }
 

@@ -288,8 +288,13 @@ bool conv_lanes(const ConvParams& p, const float* x, const float* packed, const 
   // A task: one image's outputs for one panel of channels (its weights stay in L2 across the
   // task's tiles), over a block of its tiles: the tiles are cut into blocks where there would
   // be fewer than four tasks, so that threads can share the call (a 28x28 plane with 32 output
-  // channels is one panel).
-  const int64_t blocks = std::clamp<int64_t>((4 + p.N * panels - 1) / (p.N * panels), 1, count);
+  // channels is one panel), and into more while the threads cannot take equal shares of fewer
+  // than four tasks a thread (MobileNetV2's 7x7 projections to 160 channels are 5 panels).
+  int64_t blocks = std::clamp<int64_t>((4 + p.N * panels - 1) / (p.N * panels), 1, count);
+  const int64_t t = std::max(threads, 1);
+  while (blocks < count && p.N * panels * blocks % t != 0 && p.N * panels * blocks < 4 * t) {
+    ++blocks;
+  }
   const int64_t per_block = (count + blocks - 1) / blocks;
   parallel_tasks(threads, p.N * panels * blocks, [&](int64_t task) {
     const int64_t n = task / (panels * blocks), m0 = task / blocks % panels * kPanel;
