@@ -17,6 +17,7 @@
 
 #include "conv.h"
 #include "gemm_packed.h"
+#include "kernel_util.h"
 #include "plane_copy.h"
 
 namespace ptq::runtime::cpu {
@@ -382,18 +383,19 @@ void pack_unit(const Geo& g, bool pointwise, const float* xg, int64_t cg, int64_
 // tiles, which the threads could not share: narrower tiles (whole panels) until there are four
 // (MobileNetV2 at batch 1 on 2 threads: its 14x14 projections ran on one thread), and on until
 // four a thread while the threads cannot take equal shares (a count they do not divide, or a
-// last tile of half a tile or less): its 1x1 32 -> 192 at 28x28 took 66-76 us as tiles of 7, 7,
-// 7 and 3.5 panels (one thread got 14 of the 24.5), 55-61 us as 12 of 2 and a half. A 56x56
+// last tile of half a tile or less): its 1x1 32 -> 192 at 28x28 took 66-83 us as tiles of 7, 7,
+// 7 and 3.5 panels (one thread got 14 of the 24.5), 55-62 us as 12 of 2 and a half. A 56x56
 // plane as four tiles of 25, 25, 25 and 23 panels stays so (as eight: 10 % slower).
 int64_t column_tile(int64_t hw, int64_t k, int64_t images, int threads) {
   const int64_t widest = std::clamp<int64_t>(65536 / std::clamp<int64_t>(k, 1, 256), 64, 2048);
   const int64_t even = (hw + widest - 1) / widest;
   int64_t tn = std::min(hw, ((hw + even - 1) / even + kGemmNR - 1) / kGemmNR * kGemmNR);
-  const int64_t t = std::max(threads, 1);
   for (;;) {
     const int64_t tiles = (hw + tn - 1) / tn, total = images * tiles;
-    const bool uneven = total % t != 0 || 2 * (hw - (tiles - 1) * tn) <= tn;
-    if ((total >= 4 && (total >= 4 * t || !uneven)) || tn <= kGemmNR) return tn;
+    const bool short_last =
+        total < 4 * int64_t{std::max(threads, 1)} && 2 * (hw - (tiles - 1) * tn) <= tn;
+    const bool narrower = total < 4 || uneven_shares(total, threads) || short_last;
+    if (!narrower || tn <= kGemmNR) return tn;
     tn = std::max(kGemmNR, (tn / 2 + kGemmNR - 1) / kGemmNR * kGemmNR);
   }
 }

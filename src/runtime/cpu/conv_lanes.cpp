@@ -291,10 +291,7 @@ bool conv_lanes(const ConvParams& p, const float* x, const float* packed, const 
   // channels is one panel), and into more while the threads cannot take equal shares of fewer
   // than four tasks a thread (MobileNetV2's 7x7 projections to 160 channels are 5 panels).
   int64_t blocks = std::clamp<int64_t>((4 + p.N * panels - 1) / (p.N * panels), 1, count);
-  const int64_t t = std::max(threads, 1);
-  while (blocks < count && p.N * panels * blocks % t != 0 && p.N * panels * blocks < 4 * t) {
-    ++blocks;
-  }
+  while (blocks < count && uneven_shares(p.N * panels * blocks, threads)) ++blocks;
   const int64_t per_block = (count + blocks - 1) / blocks;
   parallel_tasks(threads, p.N * panels * blocks, [&](int64_t task) {
     const int64_t n = task / (panels * blocks), m0 = task / blocks % panels * kPanel;

@@ -244,6 +244,14 @@ void parallel_for(int threads, int64_t n, F&& fn, int64_t min_per_thread = 1) {
   run_tasks(static_cast<int>(t), ranges, range);
 }
 
+// Whether `tasks` of equal size would give some of `threads` threads more of them than others
+// while there are fewer than four a thread: then a kernel cutting its work finer pays (the
+// task pool hands tasks out one at a time, so four a thread even out).
+inline bool uneven_shares(int64_t tasks, int threads) {
+  const int64_t t = std::max(threads, 1);
+  return tasks < 4 * t && tasks % t != 0;
+}
+
 // Calls fn(i) for every i in [0, n) on up to `threads` threads, handing out one index at a
 // time: for tasks of uneven cost (edge tiles), where an even split leaves threads idle. As
 // with parallel_for, results do not depend on which thread runs a task.
