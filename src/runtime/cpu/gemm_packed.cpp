@@ -59,8 +59,8 @@ struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
 // in place) each load also prefetches its row four panels on: the panels of a block are read in
 // column order, each touching every row, and with 24 to 256 rows far apart the hardware
 // prefetcher does not follow them all, so rows not in cache (batch 32: inputs of 25-77 MB) were
-// read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from memory: 18.7 ->
-// 6.1 ms. Rows of a padded copy (a larger kernel's taps) are in cache and read as they are.
+// read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from memory: 16.6 ->
+// 6.5 ms (docs/PERF.md). Rows of a padded copy (a larger kernel's taps) are in cache and read as they are.
 template <bool kFar>
 struct ShiftedRows {
   static constexpr int64_t kAhead = 4 * NR;  // floats: four panels on, two cache lines
