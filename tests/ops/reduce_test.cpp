@@ -1,5 +1,7 @@
 // Reductions over random axis sets against naive float64 loops; the opset-dependent axes forms;
 // ArgMax/ArgMin tie rules; TopK ordering and ties.
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 #include "op_test_util.h"
@@ -71,6 +73,45 @@ TEST(Reduce, RandomAxesMatchNaive) {
       expect_close(a, want, keep, 1e-5, 1e-6);
       const ir::Tensor b = run1(op(c.op).i("keepdims", 0).build(2), {&x, &axes_t}, 18, 3);
       expect_close(b, want, drop, 1e-5, 1e-6);
+    }
+  }
+}
+
+// Reductions over consecutive middle axes with kept axes after them (a row of outputs summed
+// at a time): against float64, and the same bits on 1 and 3 threads.
+TEST(Reduce, MiddleAxesMatchNaiveOnAnyThreadCount) {
+  std::mt19937 rng(42);
+  const ir::Shape shape = {3, 16, 5, 24};
+  const ir::Tensor x = random_float(shape, rng, -2.0f, 2.0f);
+  const std::vector<std::vector<int64_t>> axes_sets = {{1}, {1, 2}, {2}, {0, 1}};
+  for (const auto& axes : axes_sets) {
+    std::vector<bool> red(4, false);
+    for (int64_t a : axes) red[static_cast<size_t>(a)] = true;
+    ir::Shape keep;
+    for (size_t d = 0; d < 4; ++d) keep.push_back(red[d] ? 1 : shape[d]);
+    const ir::Tensor axes_t = int64s(axes);
+    struct Case {
+      const char* op;
+      double (*f)(double, double);
+      double (*g)(double, double);
+    };
+    const Case cases[] = {
+        {"ReduceSum", [](double a, double v) { return a + v; }, [](double a, double) { return a; }},
+        {"ReduceMean", [](double a, double v) { return a + v; },
+         [](double a, double n) { return a / n; }},
+        {"ReduceSumSquare", [](double a, double v) { return a + v * v; },
+         [](double a, double) { return a; }},
+        {"ReduceL2", [](double a, double v) { return a + v * v; },
+         [](double a, double) { return std::sqrt(a); }},
+    };
+    for (const Case& c : cases) {
+      SCOPED_TRACE(fmt::format("{} axes {}", c.op, fmt::join(axes, ",")));
+      const ir::Tensor one = run1(op(c.op).build(2), {&x, &axes_t}, 18, 1);
+      const ir::Tensor three = run1(op(c.op).build(2), {&x, &axes_t}, 18, 3);
+      ASSERT_EQ(one.size(), three.size());
+      for (int64_t i = 0; i < one.size(); ++i)
+        ASSERT_EQ(one.span<float>()[i], three.span<float>()[i]);
+      expect_close(one, naive_reduce(x, red, 0.0, c.f, c.g), keep, 1e-6, 1e-6);
     }
   }
 }

@@ -1,7 +1,11 @@
 // Softmax/LogSoftmax, LayerNormalization, InstanceNormalization, BatchNormalization: against
-// naive float64 computations written here, fast against reference, thread determinism.
+// naive float64 computations written here, fast against reference, thread determinism; the
+// float32 exp that Softmax's fast path uses, against float64.
+#include <bit>
+#include <limits>
 #include <random>
 
+#include "exp.h"
 #include "kernel_harness.h"
 
 namespace ptq::runtime::testing {
@@ -57,6 +61,87 @@ TEST(Softmax, LargeValuesStayFiniteAndThreadsAgree) {
   EXPECT_TRUE(bit_identical(one[0], three[0]));
   EXPECT_LE(rel_l2(one[0], ref[0]), 1e-5);
   for (float v : one[0].span<float>()) ASSERT_TRUE(std::isfinite(v));
+}
+
+// exp_float() (exp.h): within 2 float ulps (1.0 measured) of float64 exp over the range where exp
+// is a normal float (a dense grid plus the ends), 0 below it, +inf above it, NaN stays NaN.
+TEST(ExpFloat, WithinTwoUlpsOfFloat64) {
+  std::vector<float> xs;
+  for (int i = -873365; i <= 887228; ++i) xs.push_back(static_cast<float>(i) * 1e-4f);
+  for (float v : {-87.3365f, 88.7228f, 1e-30f, -1e-30f, 0.0f, -0.0f}) xs.push_back(v);
+  double worst = 0.0;
+  for (float v : xs) {
+    const double want = std::exp(static_cast<double>(v));
+    const float got = cpu::exp_float(v);
+    const double ulp =
+        std::nextafter(static_cast<float>(want), INFINITY) - static_cast<float>(want);
+    worst = std::max(worst, std::abs(static_cast<double>(got) - want) / ulp);
+  }
+  EXPECT_LE(worst, 2.0);
+  EXPECT_EQ(cpu::exp_float(0.0f), 1.0f);
+  EXPECT_EQ(cpu::exp_float(-90.0f), 0.0f);
+  EXPECT_EQ(cpu::exp_float(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(cpu::exp_float(89.0f), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(cpu::exp_float(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(cpu::exp_float(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// Softmax rows of many lengths (tails of the 16-lane sums included), contiguous and strided:
+// the fast path against float64, and the same bits on 1 and 3 threads.
+TEST(Softmax, FastRowsOfAnyLengthMatchNaive) {
+  std::mt19937 rng(33);
+  for (int64_t d : {1, 5, 16, 17, 40, 100}) {
+    for (bool log : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "d " << d << " log " << log);
+      const ir::Tensor x = random_tensor(rng, {3, d, 4}, -8.0f, 8.0f);
+      const char* op = log ? "LogSoftmax" : "Softmax";
+      for (int64_t axis : {1, 2}) {
+        const ir::Node node = make_node(op, 1, 1, {attr_int("axis", axis)});
+        auto one = run_kernel(node, 13, {&x}, false, 1);
+        auto three = run_kernel(node, 13, {&x}, false, 3);
+        EXPECT_TRUE(bit_identical(one[0], three[0]));
+        std::vector<double> want(static_cast<size_t>(x.size()));
+        const int64_t rows = axis == 1 ? 3 * 4 : 3 * d, len = axis == 1 ? d : 4;
+        for (int64_t t = 0; t < rows; ++t) {
+          const int64_t base = axis == 1 ? (t / 4) * d * 4 + t % 4 : t * 4;
+          naive_softmax(x.data<float>(), base, len, axis == 1 ? 4 : 1, log, want);
+        }
+        for (int64_t e = 0; e < x.size(); ++e) {
+          EXPECT_NEAR(one[0].data<float>()[e], want[e], 2e-6 * std::max(1.0, std::abs(want[e])));
+        }
+      }
+    }
+  }
+}
+
+// The float32 fast path (scale and bias per column) against the reference kernel on random
+// rows of several lengths (8-lane tails included), with the mean and inverse deviation outputs
+// and a large common offset (no cancellation), and the same bits on 1 and 3 threads.
+TEST(LayerNormalization, FastPathMatchesReference) {
+  std::mt19937 rng(44);
+  for (int64_t d : {1, 7, 8, 64, 77}) {
+    for (bool with_bias : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "d " << d << " bias " << with_bias);
+      ir::Tensor x = random_tensor(rng, {5, 6, d}, -3.0f, 3.0f);
+      for (float& v : x.span<float>()) v += 1000.0f;
+      const ir::Tensor scale = random_tensor(rng, {d}), bias = random_tensor(rng, {d});
+      std::vector<const ir::Tensor*> in = {&x, &scale};
+      if (with_bias) in.push_back(&bias);
+      const ir::Node node = make_node("LayerNormalization", static_cast<int>(in.size()), 3);
+      auto ref = run_kernel(node, 17, in, true);
+      auto one = run_kernel(node, 17, in, false, 1);
+      auto three = run_kernel(node, 17, in, false, 3);
+      ASSERT_EQ(one.size(), 3u);
+      for (size_t o = 0; o < 3; ++o) {
+        EXPECT_TRUE(bit_identical(one[o], three[o])) << o;
+        EXPECT_LE(rel_l2(one[o], ref[o]), 2e-7) << o;
+      }
+      for (int64_t e = 0; e < x.size(); ++e) {
+        EXPECT_NEAR(one[0].data<float>()[e], ref[0].data<float>()[e], 2e-5) << e;
+      }
+    }
+  }
 }
 
 TEST(LayerNormalization, MatchesNaiveWithStatsOutputs) {

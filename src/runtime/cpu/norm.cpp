@@ -1,5 +1,7 @@
-// LayerNormalization (opset 17) and InstanceNormalization. Memory-bound, so there is one
-// implementation (double sums, parallel over rows) and it is the reference.
+// LayerNormalization (opset 17) and InstanceNormalization: the reference (double sums, one
+// running sum per row, parallel over rows) and, for float32 LayerNormalization with one scale
+// and bias value per column, a fast path: its double sums run in eight lanes and the centred
+// values are scaled in float, so that the loops vectorise.
 #include <cmath>
 
 #include "kernel_util.h"
@@ -40,6 +42,57 @@ void normalize_rows(int64_t rows, int64_t d, double eps, const T* x, const T* sc
   });
 }
 
+constexpr int kSumLanes = 8;
+
+// The sum over j < d of f(x[j]) in double, element j added to running sum j % 8, then the
+// eight sums in order: a fixed order (the same for any thread count) that vectorises, where one
+// running sum waits on each add in turn.
+template <typename F>
+double lane_sum(int64_t d, const float* x, F f) {
+  double s[kSumLanes] = {};
+  int64_t j = 0;
+  for (; j + kSumLanes <= d; j += kSumLanes) {
+    for (int k = 0; k < kSumLanes; ++k) s[k] += f(static_cast<double>(x[j + k]));
+  }
+  for (int k = 0; j < d; ++j, ++k) s[k] += f(static_cast<double>(x[j]));
+  double total = 0.0;
+  for (double v : s) total += v;
+  return total;
+}
+
+// normalize_rows() for float32 with scale[j] and bias[j] (or none) per column j: mean and
+// variance in double by lane_sum(), x - mean in double, the rest (times the inverse deviation
+// and the scale, plus the bias) in float. The small transformer's LayerNorm (256 rows of 64, one
+// thread): 46 -> 13 us a call.
+void normalize_rows_fast(int64_t rows, int64_t d, double eps, const float* x, const float* scale,
+                         const float* bias, float* y, float* mean_out, float* inv_out,
+                         int threads) {
+  parallel_for(threads, rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * d;
+      float* yr = y + r * d;
+      const double n = static_cast<double>(std::max<int64_t>(d, 1));
+      const double mean = d > 0 ? lane_sum(d, xr, [](double v) { return v; }) / n : 0.0;
+      const double sq = lane_sum(d, xr, [mean](double v) { return (v - mean) * (v - mean); });
+      const double inv = 1.0 / std::sqrt((d > 0 ? sq / n : 0.0) + eps);
+      const float k = static_cast<float>(inv);
+      for (int64_t j = 0; j < d; ++j) {
+        const float c = static_cast<float>(static_cast<double>(xr[j]) - mean);  // no cancellation
+        yr[j] = std::fma(c * k, scale[j], bias != nullptr ? bias[j] : 0.0f);
+      }
+      if (mean_out != nullptr) mean_out[r] = static_cast<float>(mean);
+      if (inv_out != nullptr) inv_out[r] = static_cast<float>(inv);
+    }
+  });
+}
+
+bool is_identity(const std::vector<int64_t>& at) {
+  for (size_t j = 0; j < at.size(); ++j) {
+    if (at[j] != static_cast<int64_t>(j)) return false;
+  }
+  return true;
+}
+
 // Element offsets of `t` (broadcast to `norm`, the normalised trailing shape) per column.
 Expected<std::vector<int64_t>> column_offsets(const ir::Node& node, const ir::Tensor& t,
                                               const ir::Shape& norm) {
@@ -64,7 +117,8 @@ class LayerNormKernel final : public Kernel {
       : node_(ctx.node),
         axis_(ctx.node.attr_int("axis", -1)),
         eps_(ctx.node.attr_float("epsilon", 1e-5f)),
-        threads_(ctx.threads) {}
+        threads_(ctx.threads),
+        reference_(ctx.reference) {}
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 2));
@@ -91,6 +145,13 @@ class LayerNormKernel final : public Kernel {
       out[i] = alloc.allocate(ir::DType::kFloat32, stat_shape);
       stats[i - 1] = out[i].data<float>();
     }
+    if (x.dtype() == ir::DType::kFloat32 && !reference_ && is_identity(scale_at) &&
+        (bias == nullptr || is_identity(bias_at))) {
+      normalize_rows_fast(rows, d, eps_, x.data<float>(), scale.data<float>(),
+                          bias != nullptr ? bias->data<float>() : nullptr, out[0].data<float>(),
+                          stats[0], stats[1], threads_);
+      return Status::ok();
+    }
     const bool done = dispatch_float(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       normalize_rows<T>(rows, d, eps_, x.data<T>(), scale.data<T>(),
@@ -105,6 +166,7 @@ class LayerNormKernel final : public Kernel {
   int64_t axis_;
   double eps_;
   int threads_;
+  bool reference_;
 };
 
 class InstanceNormKernel final : public Kernel {

@@ -3,8 +3,10 @@
 // axes as attribute before opset 18 — 13 for ReduceSum — and as input after), and ArgMax /
 // ArgMin, and Hardmax. Each output element is reduced by one thread in a fixed order, so results do not
 // depend on the thread count. Float sums accumulate in double.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "elementwise_util.h"
@@ -60,6 +62,10 @@ void for_each_reduced(const ReducePlan& p, int64_t base, F&& fn) {
     fn(base);
     return;
   }
+  if (k == 1) {  // one reduced dim: no index vector per output element
+    for (int64_t j = 0; j < p.red_shape[0]; ++j) fn(base + j * p.red_strides[0]);
+    return;
+  }
   std::vector<int64_t> idx(k, 0);
   const int64_t inner = p.red_shape[k - 1];
   const int64_t inner_stride = p.red_strides[k - 1];
@@ -83,6 +89,66 @@ enum class Kind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum,
 template <typename T>
 using AccOf = std::conditional_t<std::is_floating_point_v<T>, double,
                                  std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+
+// X seen as [outer, red, inner] when the reduced dims are consecutive and some kept dim
+// follows them (ReduceMean over a sequence: [batch, seq, features] on axis 1).
+struct MiddleBlock {
+  int64_t outer = 1, red = 1, inner = 1;
+};
+
+std::optional<MiddleBlock> middle_block(const ir::Shape& in, const std::vector<bool>& reduce) {
+  const auto first = std::find(reduce.begin(), reduce.end(), true);
+  if (first == reduce.end()) return std::nullopt;
+  const auto after = std::find(first, reduce.end(), false);
+  if (after == reduce.end() || std::find(after, reduce.end(), true) != reduce.end()) {
+    return std::nullopt;
+  }
+  const size_t a = static_cast<size_t>(first - reduce.begin());
+  const size_t b = static_cast<size_t>(after - reduce.begin());
+  MiddleBlock m{dims_product(in, 0, a), dims_product(in, a, b), dims_product(in, b, in.size())};
+  return m;
+}
+
+// Output row o (m.inner values) of a middle-block reduction: each output's inputs added in
+// ascending order, as the general loop adds them, in double (`acc`: m.inner of them).
+template <typename T>
+void reduce_middle_row(Kind kind, const T* src, const MiddleBlock& m, int64_t o,
+                       std::vector<double>& acc, T* dst) {
+  std::fill(acc.begin(), acc.end(), 0.0);
+  const bool square = kind == Kind::kSumSquare || kind == Kind::kL2;
+  for (int64_t r = 0; r < m.red; ++r) {
+    const T* row = src + (o * m.red + r) * m.inner;
+    if (square) {
+      for (int64_t i = 0; i < m.inner; ++i) acc[i] += static_cast<double>(row[i]) * row[i];
+    } else {
+      for (int64_t i = 0; i < m.inner; ++i) acc[i] += static_cast<double>(row[i]);
+    }
+  }
+  T* out = dst + o * m.inner;
+  for (int64_t i = 0; i < m.inner; ++i) {
+    double r = acc[i];
+    if (kind == Kind::kMean) r = r / static_cast<double>(m.red);
+    if (kind == Kind::kL2) r = std::sqrt(r);
+    out[i] = static_cast<T>(r);
+  }
+}
+
+// A middle-block reduction (kSum, kMean, kSumSquare, kL2 of float types) a row of outputs at a
+// time, so the adds vectorise across outputs: the same bits as the general loop.
+template <typename T>
+void reduce_middle(Kind kind, const T* src, const MiddleBlock& m, T* dst, int threads) {
+  const int64_t grain =
+      std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(m.red * m.inner, 1));
+  auto rows = [&](int64_t begin, int64_t end) {
+    std::vector<double> acc(static_cast<size_t>(m.inner));
+    for (int64_t o = begin; o < end; ++o) reduce_middle_row(kind, src, m, o, acc, dst);
+  };
+  parallel_for(threads, m.outer, rows, grain);
+}
+
+bool has_middle_path(Kind kind) {
+  return kind == Kind::kSum || kind == Kind::kMean || kind == Kind::kSumSquare || kind == Kind::kL2;
+}
 
 template <typename T>
 void reduce_typed(Kind kind, const ir::Tensor& x, const ReducePlan& p, ir::Tensor& y,
@@ -177,8 +243,13 @@ Expected<std::unique_ptr<Kernel>> make_reduce(const KernelContext& ctx, Kind kin
     if (noop) std::fill(reduce.begin(), reduce.end(), false);
     const ReducePlan plan = make_plan(x.shape(), reduce, keepdims);
     out[0] = alloc.allocate(x.dtype(), plan.out);
+    const std::optional<MiddleBlock> middle =
+        has_middle_path(kind) && x.size() > 0 ? middle_block(x.shape(), reduce) : std::nullopt;
     const bool ok = dispatch_numeric(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        if (middle) return reduce_middle<T>(kind, x.data<T>(), *middle, out[0].data<T>(), threads);
+      }
       reduce_typed<T>(kind, x, plan, out[0], threads);
     });
     return ok ? Status::ok() : unsupported_dtype(node, x.dtype());

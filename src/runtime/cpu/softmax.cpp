@@ -1,7 +1,10 @@
 // Softmax and LogSoftmax. Opset < 13 flattens to 2-D at `axis` (default 1) and normalises each
 // row; opset >= 13 normalises along the single `axis` (default -1).
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "exp.h"
 #include "kernel_util.h"
 #include "registry.h"
 
@@ -39,21 +42,66 @@ void softmax(const Rows& r, bool log, const T* x, T* y) {
 
 namespace {
 
-void softmax_row(int64_t d, int64_t stride, bool log, const float* x, float* y) {
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < d; ++j) mx = std::max(mx, x[j * stride]);
-  float sum = 0.0f;
-  for (int64_t j = 0; j < d; ++j) {
-    const float e = std::exp(x[j * stride] - mx);
-    sum += e;
-    if (!log) y[j * stride] = e;
+constexpr int kLanes = 16;
+
+// The largest of x's d > 0 values and the sum of y's d values, each as sixteen running maxima
+// or sums (value j into lane j % 16) combined in a fixed order: the loops vectorise, and the
+// result is the same for any thread count.
+float row_max(int64_t d, const float* x) {
+  float m[kLanes];
+  std::fill(m, m + kLanes, -INFINITY);
+  int64_t j = 0;
+  for (; j + kLanes <= d; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) m[k] = std::max(m[k], x[j + k]);
   }
+  for (int k = 0; j < d; ++j, ++k) m[k] = std::max(m[k], x[j]);
+  float mx = m[0];
+  for (int k = 1; k < kLanes; ++k) mx = std::max(mx, m[k]);
+  return mx;
+}
+
+float row_sum(int64_t d, const float* y) {
+  float s[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= d; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) s[k] += y[j + k];
+  }
+  for (int k = 0; j < d; ++j, ++k) s[k] += y[j];
+  float sum = 0.0f;
+  for (float v : s) sum += v;
+  return sum;
+}
+
+// One row of d contiguous values: the largest subtracted, exp_float() (exp.h), normalised.
+void softmax_row(int64_t d, bool log, const float* x, float* y) {
+  const float mx = row_max(d, x);
+  for (int64_t j = 0; j < d; ++j) y[j] = exp_float(x[j] - mx);
+  const float sum = row_sum(d, y);
   if (log) {
     const float shift = mx + std::log(sum);
-    for (int64_t j = 0; j < d; ++j) y[j * stride] = x[j * stride] - shift;
+    for (int64_t j = 0; j < d; ++j) y[j] = x[j] - shift;
   } else {
     const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < d; ++j) y[j * stride] *= inv;
+    for (int64_t j = 0; j < d; ++j) y[j] *= inv;
+  }
+}
+
+// Rows [begin, end) of r: contiguous rows in place, strided ones through a contiguous copy.
+void softmax_rows(const Rows& r, bool log, const float* x, float* y, int64_t begin, int64_t end) {
+  std::vector<float> in, out;
+  if (r.inner != 1) {
+    in.resize(static_cast<size_t>(r.d));
+    out.resize(static_cast<size_t>(r.d));
+  }
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t base = (t / r.inner) * r.d * r.inner + t % r.inner;
+    if (r.inner == 1) {
+      softmax_row(r.d, log, x + base, y + base);
+      continue;
+    }
+    for (int64_t j = 0; j < r.d; ++j) in[j] = x[base + j * r.inner];
+    softmax_row(r.d, log, in.data(), out.data());
+    for (int64_t j = 0; j < r.d; ++j) y[base + j * r.inner] = out[j];
   }
 }
 
@@ -81,12 +129,8 @@ class SoftmaxKernel final : public Kernel {
     if (x.dtype() == ir::DType::kFloat32 && !reference_) {
       const float* xp = x.data<float>();
       float* yp = out[0].data<float>();
-      parallel_for(threads_, r.outer * r.inner, [&](int64_t begin, int64_t end) {
-        for (int64_t t = begin; t < end; ++t) {
-          const int64_t base = (t / r.inner) * r.d * r.inner + t % r.inner;
-          softmax_row(r.d, r.inner, log_, xp + base, yp + base);
-        }
-      });
+      parallel_for(threads_, r.outer * r.inner,
+                   [&](int64_t begin, int64_t end) { softmax_rows(r, log_, xp, yp, begin, end); });
       return Status::ok();
     }
     const bool done = dispatch_float(x.dtype(), [&](auto tag) {
