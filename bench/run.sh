@@ -2,7 +2,8 @@
 # CPU runtime benchmark against ONNX Runtime (onnxruntime-node, same machine, same run):
 # ResNet-18 and MobileNetV2 at 224x224, batch 1 and 32, 1 and 2 threads; throughput ratios and
 # peak RSS at batch 32 against weights + the largest live activation set from the executor.
-#   bench/run.sh BUILD_DIR [SECONDS_PER_POINT]
+#   [MODELS="resnet18 mobilenet_v2"] bench/run.sh BUILD_DIR [SECONDS_PER_POINT]
+# MODELS picks the test models (transformer: the small encoder, 16 tokens of 64 per sample).
 # Needs the test data (make testdata) in BUILD_DIR/testdata or $PTQ_TEST_DATA.
 # REPEAT=N (default 1) runs each point's pair (ptq, then ORT) N times back to back and prints
 # each runtime's best rate, their ratio and the range of the N pairwise ratios: on a shared
@@ -31,7 +32,7 @@ field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); ${secs}s per point; ${repeat} pair(s) per point; spinning ${PTQ_BENCH_SPIN}"
 printf '%-13s %5s %7s %12s %12s %7s %13s\n' model batch threads "ptq img/s" "ORT img/s" ratio "pair ratios"
-for model in resnet18 mobilenet_v2; do
+for model in ${MODELS:-resnet18 mobilenet_v2}; do
   for batch in 1 32; do
     for threads in 1 2; do
       a=0; b=0; lo=; hi=
@@ -58,7 +59,7 @@ done
 echo
 echo "memory at batch 32 (MiB): peak RSS while running vs weights + input + largest live activation set"
 printf '%-13s %9s %9s %9s %11s %9s %9s\n' model weights input "live max" "sum" "pool" "peak RSS"
-for model in resnet18 mobilenet_v2; do
+for model in ${MODELS:-resnet18 mobilenet_v2}; do
   line="${mem[$model]}"
   w="$(echo "$line" | field weight_bytes)"; l="$(echo "$line" | field peak_live_bytes)"
   i="$(echo "$line" | field input_bytes)"; p="$(echo "$line" | field pool_bytes)"
