@@ -1,8 +1,18 @@
 // Softmax and LogSoftmax. Opset < 13 flattens to 2-D at `axis` (default 1) and normalises each
 // row; opset >= 13 normalises along the single `axis` (default -1).
+
+// GCC 12 reports a false "(may be) used uninitialized" inside its own AVX-512 max and reduce
+// intrinsics (their _mm512_undefined_ps pass-through operand).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "exp.h"
 #include "kernel_util.h"
@@ -42,19 +52,38 @@ void softmax(const Rows& r, bool log, const T* x, T* y) {
 
 namespace {
 
+// The largest of x's d > 0 values and the sum of y's d values, sixteen lanes at a time (value j
+// into lane j % 16), the lanes then combined in a fixed order: the same result for any thread
+// count. With AVX-512 the lanes are one register and combine as a tree (a row of 16, an
+// attention row, was bound by a sequential combine's latency).
+#if defined(__AVX512F__)
+__mmask16 tail_mask(int64_t left) { return static_cast<__mmask16>((1u << left) - 1u); }
+
+float row_max(int64_t d, const float* x) {
+  __m512 m = _mm512_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 16 <= d; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
+  if (j < d) {
+    const __mmask16 tail = tail_mask(d - j);
+    m = _mm512_mask_max_ps(m, tail, m, _mm512_maskz_loadu_ps(tail, x + j));
+  }
+  return _mm512_reduce_max_ps(m);
+}
+
+float row_sum(int64_t d, const float* y) {
+  __m512 s = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= d; j += 16) s = _mm512_add_ps(s, _mm512_loadu_ps(y + j));
+  if (j < d) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(tail_mask(d - j), y + j));
+  return _mm512_reduce_add_ps(s);
+}
+#else
 constexpr int kLanes = 16;
 
-// The largest of x's d > 0 values and the sum of y's d values, each as sixteen running maxima
-// or sums (value j into lane j % 16) combined in a fixed order: the loops vectorise, and the
-// result is the same for any thread count.
 float row_max(int64_t d, const float* x) {
   float m[kLanes];
   std::fill(m, m + kLanes, -INFINITY);
-  int64_t j = 0;
-  for (; j + kLanes <= d; j += kLanes) {
-    for (int k = 0; k < kLanes; ++k) m[k] = std::max(m[k], x[j + k]);
-  }
-  for (int k = 0; j < d; ++j, ++k) m[k] = std::max(m[k], x[j]);
+  for (int64_t j = 0; j < d; ++j) m[j % kLanes] = std::max(m[j % kLanes], x[j]);
   float mx = m[0];
   for (int k = 1; k < kLanes; ++k) mx = std::max(mx, m[k]);
   return mx;
@@ -62,15 +91,12 @@ float row_max(int64_t d, const float* x) {
 
 float row_sum(int64_t d, const float* y) {
   float s[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= d; j += kLanes) {
-    for (int k = 0; k < kLanes; ++k) s[k] += y[j + k];
-  }
-  for (int k = 0; j < d; ++j, ++k) s[k] += y[j];
+  for (int64_t j = 0; j < d; ++j) s[j % kLanes] += y[j];
   float sum = 0.0f;
   for (float v : s) sum += v;
   return sum;
 }
+#endif
 
 // One row of d contiguous values: the largest subtracted, exp_float() (exp.h), normalised.
 void softmax_row(int64_t d, bool log, const float* x, float* y) {
