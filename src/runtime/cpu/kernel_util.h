@@ -252,6 +252,24 @@ inline bool uneven_shares(int64_t tasks, int threads) {
   return tasks < 4 * t && tasks % t != 0;
 }
 
+// The sum over j < n of f(x[j]) in double as eight running sums (sum l takes j = l, l + 8, ...)
+// added pairwise at the end: a fixed order whatever the thread count, with eight additions in
+// flight where one running sum waited on each, so the loop vectorises (GlobalAveragePool,
+// LayerNorm's mean and variance). f defaults to the value itself.
+struct AsDouble {
+  double operator()(double v) const { return v; }
+};
+template <typename T, typename F = AsDouble>
+double sum_in_double(const T* x, int64_t n, F f = {}) {
+  double s[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) s[l] += f(static_cast<double>(x[j + l]));
+  }
+  for (int l = 0; j < n; ++j, ++l) s[l] += f(static_cast<double>(x[j]));
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 // Calls fn(i) for every i in [0, n) on up to `threads` threads, handing out one index at a
 // time: for tasks of uneven cost (edge tiles), where an even split leaves threads idle. As
 // with parallel_for, results do not depend on which thread runs a task.

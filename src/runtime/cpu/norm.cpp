@@ -42,28 +42,10 @@ void normalize_rows(int64_t rows, int64_t d, double eps, const T* x, const T* sc
   });
 }
 
-constexpr int kSumLanes = 8;
-
-// The sum over j < d of f(x[j]) in double, element j added to running sum j % 8, then the
-// eight sums in order: a fixed order (the same for any thread count) that vectorises, where one
-// running sum waits on each add in turn.
-template <typename F>
-double lane_sum(int64_t d, const float* x, F f) {
-  double s[kSumLanes] = {};
-  int64_t j = 0;
-  for (; j + kSumLanes <= d; j += kSumLanes) {
-    for (int k = 0; k < kSumLanes; ++k) s[k] += f(static_cast<double>(x[j + k]));
-  }
-  for (int k = 0; j < d; ++j, ++k) s[k] += f(static_cast<double>(x[j]));
-  double total = 0.0;
-  for (double v : s) total += v;
-  return total;
-}
-
 // normalize_rows() for float32 with scale[j] and bias[j] (or none) per column j: mean and
-// variance in double by lane_sum(), x - mean in double, the rest (times the inverse deviation
-// and the scale, plus the bias) in float. The small transformer's LayerNorm (256 rows of 64, one
-// thread): 46 -> 13 us a call.
+// variance in double by sum_in_double() (kernel_util.h), x - mean in double, the rest (times the
+// inverse deviation and the scale, plus the bias) in float. The small transformer's LayerNorm (256
+// rows of 64, one thread): 46 -> 13 us a call.
 void normalize_rows_fast(int64_t rows, int64_t d, double eps, const float* x, const float* scale,
                          const float* bias, float* y, float* mean_out, float* inv_out,
                          int threads) {
@@ -71,10 +53,10 @@ void normalize_rows_fast(int64_t rows, int64_t d, double eps, const float* x, co
     for (int64_t r = begin; r < end; ++r) {
       const float* xr = x + r * d;
       float* yr = y + r * d;
-      const double n = static_cast<double>(std::max<int64_t>(d, 1));
-      const double mean = d > 0 ? lane_sum(d, xr, [](double v) { return v; }) / n : 0.0;
-      const double sq = lane_sum(d, xr, [mean](double v) { return (v - mean) * (v - mean); });
-      const double inv = 1.0 / std::sqrt((d > 0 ? sq / n : 0.0) + eps);
+      const double n = static_cast<double>(std::max<int64_t>(d, 1));  // d = 0: mean 0, var 0
+      const double mean = sum_in_double(xr, d) / n;
+      const double sq = sum_in_double(xr, d, [mean](double v) { return (v - mean) * (v - mean); });
+      const double inv = 1.0 / std::sqrt(sq / n + eps);
       const float k = static_cast<float>(inv);
       for (int64_t j = 0; j < d; ++j) {
         const float c = static_cast<float>(static_cast<double>(xr[j]) - mean);  // no cancellation
