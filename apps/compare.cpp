@@ -172,7 +172,7 @@ Runner register_compare(CLI::App& app, GlobalOptions& global) {
       "output; top-1 agreement");
   app.add_option("model_a", o->model_a, "reference model (e.g. the float model)")->required();
   app.add_option("model_b", o->model_b, "model compared with it (e.g. the Q/DQ model)")->required();
-  add_data_options(app, o->data, {.default_batch = 16});
+  add_data_options(app, o->data, {.default_batch = 16, .finite_only = true});
   add_backend_options(app, o->backend);
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
   app.add_flag("--json", o->json, "print the result as JSON");

@@ -87,6 +87,11 @@ void add_data_options(CLI::App& app, DataOptions& o, const DataOptionsConfig& co
   app.add_option("--samples", o.samples, "use only the first N samples (after shuffling)");
   app.add_flag("--shuffle", o.shuffle, "shuffle the samples (seed 0 unless --seed)");
   o.seed_option = app.add_option("--seed", o.seed, "shuffle with this seed");
+  o.finite_only = config.finite_only;
+  if (config.finite_only) {
+    app.add_flag("--allow-nonfinite", o.allow_nonfinite,
+                 "run samples holding NaN or Inf (by default they stop the command)");
+  }
 }
 
 Expected<data::DatasetSpec> make_dataset_spec(const DataOptions& o) {
@@ -137,6 +142,7 @@ Expected<data::DatasetSpec> make_dataset_spec(const DataOptions& o,
   const bool seeded = o.seed_option != nullptr && o.seed_option->count() > 0;
   spec.shuffle = o.shuffle || seeded;
   spec.seed = o.seed;
+  spec.finite_only = o.finite_only && !o.allow_nonfinite;
   return spec;
 }
 

@@ -32,12 +32,17 @@ struct DataOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   CLI::Option* seed_option = nullptr;  // set by add_data_options; --seed implies --shuffle
+  bool finite_only = false;            // set by add_data_options from its config
+  bool allow_nonfinite = false;        // --allow-nonfinite
 };
 
 struct DataOptionsConfig {
   std::string flag = "--data";  // the source option's name
   bool required = true;
   int64_t default_batch = 1;    // when --batch is not given and the model does not fix it
+  // A NaN or Inf in the data stops the command with an error naming the sample
+  // (DatasetSpec::finite_only) unless --allow-nonfinite, which this adds.
+  bool finite_only = false;
 };
 
 // Adds the options to `app`, bound to `options` (which must outlive parsing).

@@ -108,7 +108,7 @@ Runner register_eval(CLI::App& app, GlobalOptions& global) {
   auto o = std::make_shared<EvalOptions>();
   app.description("top-1 and top-5 accuracy of a classifier (argmax of its first output)");
   app.add_option("model", o->model, "ONNX model (float or Q/DQ)")->required();
-  add_data_options(app, o->data, {.default_batch = 16});
+  add_data_options(app, o->data, {.default_batch = 16, .finite_only = true});
   app.add_option("--labels", o->labels, "integer .npy of shape [N] (or [N,1]), one label per sample")
       ->required();
   add_backend_options(app, o->backend);

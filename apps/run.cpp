@@ -91,7 +91,7 @@ Runner register_run(CLI::App& app, GlobalOptions& global) {
   auto o = std::make_shared<RunOptions>();
   app.description("run a model over samples; write each output as OUTDIR/<output name>.npy");
   app.add_option("model", o->model, "ONNX model")->required();
-  add_data_options(app, o->data);
+  add_data_options(app, o->data, {.finite_only = true});
   add_backend_options(app, o->backend);
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
   app.add_option("-o,--out", o->out_dir, "output folder")->required();

@@ -344,7 +344,7 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
       "partial-PTQ sweep: per quantizable layer the metric with only it quantized (or all but "
       "it), ranked; with --target-drop the greedy float set that meets the target");
   app.add_option("model", o->model, "float ONNX model")->required();
-  add_data_options(app, o->data, {.required = false, .default_batch = 16});
+  add_data_options(app, o->data, {.required = false, .default_batch = 16, .finite_only = true});
   add_source_option(app, "--eval", o->eval, "evaluation data (same forms as --data)", true);
   app.add_option("--eval-samples", o->eval_samples, "use the first N eval samples (default: all)")
       ->check(CLI::NonNegativeNumber);

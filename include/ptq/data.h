@@ -69,6 +69,10 @@ struct DatasetSpec {
   int64_t samples = 0;  // 0: all; N: the first N (after shuffling)
   bool shuffle = false;
   uint64_t seed = 0;
+  // A NaN or ±Inf in float data is an error naming the input, the sample and the source (the
+  // commands whose results such a sample would silently poison: run, eval, compare, the sweep's
+  // eval set); calibration checks every activation itself (specs/calibrators.md).
+  bool finite_only = false;
 };
 
 // One input of the dataset as batches deliver it.

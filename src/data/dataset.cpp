@@ -1,12 +1,14 @@
 // Dataset: the sources of one run, bound to a model's inputs, delivered in batches.
-#include <algorithm>
-#include <map>
-#include <numeric>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
 #include "convert.h"
+#include "ptq/ir/dtype.h"
 #include "reader.h"
 
 namespace ptq::data {
@@ -266,6 +268,35 @@ Expected<NamedTensors> Dataset::batch(int64_t b) const {
   return read(first, std::min(impl_->batch, size() - first));
 }
 
+namespace {
+
+// The index of the first NaN or ±Inf among n elements of a float dtype, or -1 (also for other
+// dtypes).
+int64_t first_nonfinite(ir::DType dtype, const std::byte* data, int64_t n) {
+  auto find = [&](auto tag, auto to_float) -> int64_t {
+    using T = decltype(tag);
+    const T* x = reinterpret_cast<const T*>(data);
+    for (int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(to_float(x[i]))) return i;
+    }
+    return -1;
+  };
+  switch (dtype) {
+    case ir::DType::kFloat32:
+      return find(float{}, [](float v) { return v; });
+    case ir::DType::kFloat64:
+      return find(double{}, [](double v) { return v; });
+    case ir::DType::kFloat16:
+      return find(uint16_t{}, ir::half_to_float);
+    case ir::DType::kBFloat16:
+      return find(uint16_t{}, ir::bfloat16_to_float);
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
 Expected<NamedTensors> Dataset::read(int64_t first, int64_t count) const {
   if (first < 0 || count <= 0 || first > size() - count) {
     return runtime_error("samples {}..{} out of range (the dataset has {})", first, first + count,
@@ -290,6 +321,14 @@ Expected<NamedTensors> Dataset::read(int64_t first, int64_t count) const {
         PTQ_RETURN_IF_ERROR(b.reader->read(index, scratch.data()));
         PTQ_RETURN_IF_ERROR(convert(stored, scratch.data(), b.dtype, dst, n,
                                     fmt::format("{} (sample {})", b.reader->where(), index)));
+      }
+      if (impl_->spec.finite_only) {
+        if (const int64_t at = first_nonfinite(b.dtype, dst, n); at >= 0) {
+          return invalid_input(
+              "input '{}': non-finite value (NaN or Inf) at element {} of sample {} of {} "
+              "(--allow-nonfinite runs it anyway)",
+              b.name, at, index, b.reader->where());
+        }
       }
     }
     out.emplace_back(b.name, std::move(t));

@@ -165,6 +165,34 @@ TEST_F(EvalCompare, Int8WithinPointThreeOfFloat) {
       << quantize_all().err;
 }
 
+// A NaN in the data would make every metric NaN: eval, compare and the sweep's eval set stop
+// with an error naming the sample, unless --allow-nonfinite.
+TEST_F(EvalCompare, NonFiniteSamplesStopUnlessAllowed) {
+  const fs::path dir = scratch_dir();
+  auto x = data::load_npy(test_npy());
+  ASSERT_TRUE(x.has_value());
+  ASSERT_EQ(x->dtype(), ir::DType::kFloat16);       // the images are stored as float16
+  x->data<uint16_t>()[7 * 28 * 28 + 100] = 0x7e00;  // a half NaN
+  const std::string bad = (dir / "nan.npy").string();
+  ASSERT_TRUE(data::save_npy(bad, *x).is_ok());
+  const std::string needle = "non-finite value (NaN or Inf) at element 100 of sample 7 of";
+  const std::vector<std::vector<std::string>> commands = {
+      {"eval", example_model(), "--data", bad, "--labels", test_labels()},
+      {"compare", example_model(), int8(), "--data", bad},
+      {"sensitivity", example_model(), "--cache", cache(), "--eval", bad, "-o",
+       (dir / "sens.json").string()}};
+  for (const auto& args : commands) {
+    SCOPED_TRACE(args[0]);
+    auto r = run_ptq(args);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "sens.json"));
+  auto allowed = run_ptq({"compare", example_model(), int8(), "--data", bad, "--samples", "10",
+                          "--allow-nonfinite", "--json"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+}
+
 TEST_F(EvalCompare, LabelErrors) {
   const fs::path dir = scratch_dir();
   const std::vector<int64_t> few = {1, 2, 3};

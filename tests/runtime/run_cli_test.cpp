@@ -1,12 +1,14 @@
 // `ptq run` end to end: outputs stacked over every sample (short last batch included) and equal
 // to the executor's own results; bad input is one line on stderr and exit code 3.
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "kernel_harness.h"
 #include "npy_lite.h"
@@ -110,6 +112,49 @@ TEST(RunCommand, BadInputIsOneLineAndExitCode3) {
                                     (work / "out").string()),
                         out);
   EXPECT_EQ(rc2, 3) << out;
+}
+
+// A copy of a float32 .npy (format 1.0) with element `at` of the data set to `value`.
+void write_with(const fs::path& from, const fs::path& to, int64_t at, float value) {
+  std::ifstream in(from, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t hlen =
+      static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+  std::memcpy(bytes.data() + 10 + hlen + static_cast<size_t>(at) * sizeof(float), &value,
+              sizeof value);
+  std::ofstream(to, std::ios::binary) << bytes;
+}
+
+TEST(RunCommand, NonFiniteInputStopsUnlessAllowed) {
+  const fs::path ptq = fs::path(PTQ_BINARY_DIR) / "ptq";
+  ASSERT_TRUE(fs::exists(ptq)) << ptq << " is not built";
+  const fs::path model = test_data() / "models" / "transformer.onnx";
+  const fs::path work = fs::path(PTQ_BINARY_DIR) / "run-cli-test-nonfinite";
+  fs::remove_all(work);
+  fs::create_directories(work);
+  // Sample 2 (16 x 64 floats a sample) holds a NaN at its element 5, then an Inf.
+  const fs::path samples = test_data() / "models" / "transformer.samples.npy";
+  const int64_t at = 2 * 16 * 64 + 5;
+  for (const float bad : {std::nanf(""), INFINITY}) {
+    SCOPED_TRACE(bad);
+    const fs::path data = work / "bad.npy";
+    write_with(samples, data, at, bad);
+    std::string out;
+    const std::string cmd = fmt::format("'{}' run '{}' --data '{}' --batch 2 -o '{}'", ptq.string(),
+                                        model.string(), data.string(), (work / "out").string());
+    EXPECT_EQ(shell(cmd, out), 3) << out;
+    EXPECT_EQ(out.rfind("ptq: error: input 'input': non-finite value (NaN or Inf) at element 5 of "
+                        "sample 2 of ",
+                        0),
+              0u)
+        << out;
+    EXPECT_NE(out.find("bad.npy"), std::string::npos) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_FALSE(fs::exists(work / "out" / "output.npy"));  // nothing half-written
+    EXPECT_EQ(shell(cmd + " --allow-nonfinite", out), 0) << out;
+    EXPECT_TRUE(fs::exists(work / "out" / "output.npy"));
+    fs::remove_all(work / "out");
+  }
 }
 
 }  // namespace
