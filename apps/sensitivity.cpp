@@ -260,6 +260,19 @@ sens::ExecutorFactory sweep_executors(const Engine& engine, const BackendOptions
   };
 }
 
+// --target-drop is a drop from FP32 (top1, cosine) or a maximum (mse), so not negative; for
+// sqnr a minimum in dB, any finite number.
+Status check_target(const std::optional<double>& target, sens::Metric metric) {
+  if (!target) return Status::ok();
+  if (!std::isfinite(*target)) return usage_error("--target-drop must be a finite number");
+  if (*target < 0 && metric != sens::Metric::kSqnr) {
+    return usage_error("--target-drop {} with --metric {}: a {} cannot be negative", *target,
+                       sens::metric_name(metric),
+                       metric == sens::Metric::kMse ? "maximum mse" : "drop from FP32");
+  }
+  return Status::ok();
+}
+
 Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(sens::Metric metric, sens::parse_metric(o.metric));
   PTQ_ASSIGN_OR_RETURN(sens::Mode mode, sens::parse_mode(o.mode));
@@ -267,6 +280,7 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
     return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
   }
   if (!o.write.empty() && !o.target_drop) return usage_error("--write needs --target-drop");
+  PTQ_RETURN_IF_ERROR(check_target(o.target_drop, metric));
   const int threads = o.threads > 0 ? o.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));

@@ -113,6 +113,16 @@ TEST_F(SensitivityCli, AllButModeAndUsageErrors) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   auto neither = run_ptq({"sensitivity", model_, "--eval", test_, "-o", report});
   EXPECT_EQ(neither.exit_code, 2) << neither.err;
+  // A drop (top1, cosine) or a maximum (mse) is not negative; sqnr's minimum dB may be.
+  for (const char* metric : {"top1", "cosine", "mse"}) {
+    auto negative = run_ptq({"sensitivity", model_, "--data", calib_, "--eval", test_, "--metric",
+                             metric, "--target-drop", "-1", "-o", report});
+    EXPECT_EQ(negative.exit_code, 2) << negative.err;
+    EXPECT_NE(negative.err.find("cannot be negative"), std::string::npos) << negative.err;
+  }
+  auto nan = run_ptq({"sensitivity", model_, "--data", calib_, "--eval", test_, "--target-drop",
+                      "nan", "-o", report});
+  EXPECT_EQ(nan.exit_code, 2) << nan.err;
 }
 
 // The sweep plans with the eval batches' shapes, as `ptq quantize` does with its --data: the
