@@ -19,9 +19,18 @@ namespace {
 // grows with the number of batches (+15% from 256 to 2,048 ResNet-18 samples). A fixed
 // threshold keeps every buffer of 1 MiB or more mapped and returned on free, so memory stays
 // flat in the sample count (measured: 370 MiB for 64 and for 384 samples).
-void keep_large_buffers_mapped() {
+// The smaller blocks live on the heaps, which grow and shrink in large steps: kept when freed
+// instead of handed back as soon as 128 KiB lie free at a heap's top, and grown 64 MiB at a
+// time. A sensitivity sweep makes and frees many graphs and executors on several threads; each
+// step of a thread's heap was a system call (mprotect to grow, madvise to trim: 746 in the
+// small transformer's sweep, 21 after) holding the memory-map lock that the other threads'
+// page faults wait on (the sweep 5-6 % faster; calibration's peak memory the same;
+// docs/PERF.md, Sensitivity sweeps, session 17).
+void tune_malloc() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  mallopt(M_TOP_PAD, 64 << 20);
 #endif
 }
 
@@ -34,7 +43,7 @@ int fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace ptq::apps;
-  keep_large_buffers_mapped();
+  tune_malloc();
   CLI::App app{"ptq: post-training quantization for ONNX models", "ptq"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ptq 0.1.0");
