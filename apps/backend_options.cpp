@@ -1,12 +1,14 @@
 #include "backend_options.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include "command.h"
 
 #ifdef PTQ_HAVE_VULKAN
 #include "ptq/vulkan.h"
@@ -17,7 +19,7 @@ namespace ptq::apps {
 void add_backend_options(CLI::App& app, BackendOptions& options) {
   app.add_option("--backend", options.backend, "cpu or vulkan")->check(CLI::IsMember({"cpu", "vulkan"}));
   app.add_option("--device", options.device, "Vulkan device index (see ptq info --devices)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   app.add_flag("--strict", options.strict, "Vulkan: fail instead of running an op on the CPU");
 }
 
@@ -118,9 +120,10 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
 void add_workers_option(CLI::App& app, int& workers) {
   app.add_option("--workers", workers,
                  "calibration workers, each running whole batches on its share of the threads "
-                 "(default: one per " + std::to_string(kThreadsPerWorker) + " CPU threads, at most " +
+                 "(default: one per " +
+                     std::to_string(kThreadsPerWorker) + " CPU threads, at most " +
                      std::to_string(kMostWorkers) + ")")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
 }
 
 Status print_vulkan_devices(bool json) {

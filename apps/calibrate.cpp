@@ -158,7 +158,7 @@ Runner register_calibrate(CLI::App& app, GlobalOptions& global) {
       ->capture_default_str();
   app.add_option("--percentile", o->percentile, "percentile of |x| kept by --method percentile")
       ->capture_default_str();
-  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   add_workers_option(app, o->workers);
   app.add_option("-o,--out", o->out, "the ptqkit JSON cache to write")->required();
   app.add_option("--trt-cache", o->trt_cache, "also write a TensorRT text calibration cache");

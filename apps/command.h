@@ -2,10 +2,12 @@
 // A subcommand registers its options on `app` and returns the function that runs it.
 #pragma once
 
-#include <functional>
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <stdexcept>
+#include <string>
 
 #include "ptq/status.h"
 
@@ -17,6 +19,24 @@ using Runner = std::function<Status()>;
 struct GlobalOptions {
   bool quiet = false;
 };
+
+// Checks for counts (--threads, --parallel, ...): "expected a number >= 0, not '-2'" where
+// CLI11's NonNegativeNumber and PositiveNumber spell out the whole double range.
+inline CLI::Validator at_least(int64_t least) {
+  return CLI::Validator(
+      [least](std::string& text) -> std::string {
+        bool ok = false;
+        try {
+          size_t used = 0;
+          ok = std::stod(text, &used) >= static_cast<double>(least) && used == text.size();
+        } catch (const std::exception&) {
+          ok = false;
+        }
+        if (ok) return "";
+        return "expected a number >= " + std::to_string(least) + ", not '" + text + "'";
+      },
+      "");
+}
 
 #define PTQ_COMMAND(name) Runner register_##name(CLI::App& app, GlobalOptions& global);
 #include "commands.inc"

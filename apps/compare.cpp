@@ -174,7 +174,7 @@ Runner register_compare(CLI::App& app, GlobalOptions& global) {
   app.add_option("model_b", o->model_b, "model compared with it (e.g. the Q/DQ model)")->required();
   add_data_options(app, o->data, {.default_batch = 16, .finite_only = true});
   add_backend_options(app, o->backend);
-  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   app.add_flag("--json", o->json, "print the result as JSON");
   return [o, &global]() { return compare_command(*o, global); };
 }

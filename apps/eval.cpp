@@ -112,7 +112,7 @@ Runner register_eval(CLI::App& app, GlobalOptions& global) {
   app.add_option("--labels", o->labels, "integer .npy of shape [N] (or [N,1]), one label per sample")
       ->required();
   add_backend_options(app, o->backend);
-  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   app.add_flag("--json", o->json, "print the result as JSON");
   return [o, &global]() { return eval_command(*o, global); };
 }

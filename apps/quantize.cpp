@@ -384,7 +384,7 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
       ->capture_default_str();
   app.add_option("--percentile", o->percentile, "percentile of |x| kept by --method percentile")
       ->capture_default_str();
-  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   add_workers_option(app, o->workers);
   app.add_flag("--ignore-nonfinite", o->ignore_nonfinite,
                "calibration: count and skip NaN/Inf activations instead of failing");
@@ -415,7 +415,7 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("--min-conv-channels", o->min_conv_channels,
                  "convs with fewer input channels stay float (0: quantize every conv)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   app.add_flag("--quantize-matrix-vector", o->quantize_matrix_vector,
                "also quantize MatMuls with M or N = 1");
   app.add_option("--input-shape", o->input_shapes,

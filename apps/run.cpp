@@ -93,7 +93,7 @@ Runner register_run(CLI::App& app, GlobalOptions& global) {
   app.add_option("model", o->model, "ONNX model")->required();
   add_data_options(app, o->data, {.finite_only = true});
   add_backend_options(app, o->backend);
-  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   app.add_option("-o,--out", o->out_dir, "output folder")->required();
   return [o, &global]() { return run_command(*o, global); };
 }

@@ -361,7 +361,7 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
   add_data_options(app, o->data, {.required = false, .default_batch = 16, .finite_only = true});
   add_source_option(app, "--eval", o->eval, "evaluation data (same forms as --data)", true);
   app.add_option("--eval-samples", o->eval_samples, "use the first N eval samples (default: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   app.add_option("--labels", o->labels, "integer .npy, one label per eval sample (top1 accuracy)");
   app.add_option("--cache", o->cache, "reuse this calibration cache instead of calibrating on --data");
   app.add_option("--method", o->method, "calibration method with --data: entropy, minmax, percentile or mse");
@@ -370,16 +370,17 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
   app.add_option("--target-drop", o->target_drop,
                  "keep the most sensitive layers float until the partial model meets this: top1/cosine "
                  "drop from FP32, sqnr minimum dB, mse maximum");
-  app.add_option("--max-float-layers", o->max_float, "cap on the float set (default: none)");
+  app.add_option("--max-float-layers", o->max_float, "cap on the float set (default: none)")
+      ->check(at_least(0));
   app.add_option("-o,--output", o->out, "JSON report")->required();
   app.add_option("--html", o->html, "self-contained HTML report");
   app.add_option("--write", o->write, "write the partial model of --target-drop");
   add_backend_options(app, o->backend);
-  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   app.add_option("--parallel", o->parallel,
                  "layers evaluated concurrently, each on threads / N threads (default: one a "
                  "thread where memory allows; 1 on Vulkan)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   app.add_flag("--no-reuse", o->no_reuse, "run every variant whole instead of reusing the float prefix");
   return [o, &global]() { return sensitivity_command(*o, global); };
 }
