@@ -1,12 +1,12 @@
 #include "backend_options.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <future>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "command.h"
 

@@ -2,12 +2,13 @@
 // A subcommand registers its options on `app` and returns the function that runs it.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <stdexcept>
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "ptq/status.h"
 

@@ -1,11 +1,11 @@
 // Dataset: the sources of one run, bound to a model's inputs, delivered in batches.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "convert.h"
 #include "ptq/ir/dtype.h"

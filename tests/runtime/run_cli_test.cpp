@@ -1,14 +1,15 @@
 // `ptq run` end to end: outputs stacked over every sample (short last batch included) and equal
 // to the executor's own results; bad input is one line on stderr and exit code 3.
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "kernel_harness.h"
 #include "npy_lite.h"
@@ -38,11 +39,17 @@ int shell(const std::string& cmd, std::string& output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Writes the first `n` samples of a .npy file as a new .npy (format 1.0).
-void write_first(const fs::path& from, const fs::path& to, int64_t n) {
-  std::ifstream in(from, std::ios::binary);
+// A .npy file's bytes (format 1.0) and the length of its header.
+std::pair<std::string, size_t> npy_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t hlen = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+  return {std::move(bytes), hlen};
+}
+
+// Writes the first `n` samples of a .npy file as a new .npy (format 1.0).
+void write_first(const fs::path& from, const fs::path& to, int64_t n) {
+  const auto [bytes, hlen] = npy_file(from);
   std::string header = bytes.substr(10, hlen);
   auto t = read_npy(from);
   ASSERT_TRUE(t.has_value());
@@ -116,10 +123,7 @@ TEST(RunCommand, BadInputIsOneLineAndExitCode3) {
 
 // A copy of a float32 .npy (format 1.0) with element `at` of the data set to `value`.
 void write_with(const fs::path& from, const fs::path& to, int64_t at, float value) {
-  std::ifstream in(from, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t hlen =
-      static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+  auto [bytes, hlen] = npy_file(from);
   std::memcpy(bytes.data() + 10 + hlen + static_cast<size_t>(at) * sizeof(float), &value,
               sizeof value);
   std::ofstream(to, std::ios::binary) << bytes;
