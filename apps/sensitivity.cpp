@@ -369,7 +369,7 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
   app.add_option("--mode", o->mode, "only: one layer quantized; all-but: all layers but one quantized");
   app.add_option("--target-drop", o->target_drop,
                  "keep the most sensitive layers float until the partial model meets this: top1/cosine "
-                 "drop from FP32, sqnr minimum dB, mse maximum");
+                 "drop from FP32 (top1 a fraction: 0.005 = half a point), sqnr minimum dB, mse maximum");
   app.add_option("--max-float-layers", o->max_float, "cap on the float set (default: none)")
       ->check(at_least(0));
   app.add_option("-o,--output", o->out, "JSON report")->required();
