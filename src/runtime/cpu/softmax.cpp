@@ -16,6 +16,7 @@
 
 #include "exp.h"
 #include "kernel_util.h"
+#include "lanes.h"
 #include "registry.h"
 
 namespace ptq::runtime::cpu {
@@ -57,14 +58,12 @@ namespace {
 // count. With AVX-512 the lanes are one register and combine as a tree (a row of 16, an
 // attention row, was bound by a sequential combine's latency).
 #if defined(__AVX512F__)
-__mmask16 tail_mask(int64_t left) { return static_cast<__mmask16>((1u << left) - 1u); }
-
 float row_max(int64_t d, const float* x) {
   __m512 m = _mm512_set1_ps(-INFINITY);
   int64_t j = 0;
   for (; j + 16 <= d; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
   if (j < d) {
-    const __mmask16 tail = tail_mask(d - j);
+    const __mmask16 tail = lane_mask(d - j);
     m = _mm512_mask_max_ps(m, tail, m, _mm512_maskz_loadu_ps(tail, x + j));
   }
   return _mm512_reduce_max_ps(m);
@@ -74,7 +73,7 @@ float row_sum(int64_t d, const float* y) {
   __m512 s = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j + 16 <= d; j += 16) s = _mm512_add_ps(s, _mm512_loadu_ps(y + j));
-  if (j < d) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(tail_mask(d - j), y + j));
+  if (j < d) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(lane_mask(d - j), y + j));
   return _mm512_reduce_add_ps(s);
 }
 #else
