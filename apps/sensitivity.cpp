@@ -126,14 +126,18 @@ void print_table(const sens::SweepResult& r, sens::Metric metric) {
   }
 }
 
-// Wall times: the sweep (FP32 reference, fully quantized model and every unit) and the FP32
-// model's one pass over the eval set in it, the unit of the naive cost (units x full passes);
-// the same as process CPU time (all threads), steadier on a shared machine.
+// Wall times: the sweep (FP32 reference, fully quantized model and every unit) and the
+// evaluator's FP32 run in it over `float_pass_batches` of the eval set's `batches` (all of
+// them: one full pass, the unit of the naive cost, units x full passes; an only-mode sweep with
+// reuse takes the rest from its base's runs); the same as process CPU time (all threads),
+// steadier on a shared machine.
 struct Timing {
   double sweep = 0.0;
   double float_pass = 0.0;
   double sweep_cpu = 0.0;
   double float_pass_cpu = 0.0;
+  int64_t float_pass_batches = 0;
+  int64_t batches = 0;
 };
 
 json report_json(const SensitivityOptions& o, const ir::Model& model, const sens::SweepResult& r,
@@ -156,6 +160,8 @@ json report_json(const SensitivityOptions& o, const ir::Model& model, const sens
   j["float_pass_seconds"] = timing.float_pass;
   j["sweep_cpu_seconds"] = timing.sweep_cpu;
   j["float_pass_cpu_seconds"] = timing.float_pass_cpu;
+  j["float_pass_batches"] = timing.float_pass_batches;
+  j["batches"] = timing.batches;
   j["layers"] = json::array();
   for (size_t i = 0; i < r.layers.size(); ++i) {
     const auto& l = r.layers[i];
@@ -300,10 +306,15 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
 
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
+  // An only-mode sweep with reuse runs the FP32 model on every batch anyway (its base): the
+  // evaluator runs it on the first batch alone, for the shapes and costs the sweep plans with.
+  const bool base_is_float = mode == sens::Mode::kOnly && !o.no_reuse;
   PTQ_ASSIGN_OR_RETURN(sens::Evaluator ev,
                        sens::Evaluator::create(model, sweep_executors(engine, o.backend), eval,
                                                labels.empty() ? nullptr : &labels,
-                                               {.metric = metric, .threads = threads}));
+                                               {.metric = metric,
+                                                .threads = threads,
+                                                .reference_batches = base_is_float ? 1 : 0}));
   sens::SweepOptions so;
   so.mode = mode;
   so.plan = plan;
@@ -334,7 +345,8 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   }
   const json report = report_json(o, model, result, sel, metric, eval.size(),
                                   {seconds, ev.float_pass_seconds(), cpu_seconds,
-                                   ev.float_pass_cpu_seconds()});
+                                   ev.float_pass_cpu_seconds(), ev.float_pass_batches(),
+                                   ev.num_batches()});
   const std::string text = report.dump(2) + "\n";
   PTQ_RETURN_IF_ERROR(util::write_file_atomic(o.out, text));
 

@@ -76,6 +76,12 @@ class Evaluator {
   struct Options {
     Metric metric = Metric::kSqnr;
     int threads = 1;  // executor threads
+    // The batches create() runs the FP32 model on: the first ones, all when <= 0 or more than
+    // the eval set holds. A sweep whose base is the FP32 model (mode only, with reuse) runs it
+    // on every batch anyway and hands over the outputs of the rest (add_reference()), which
+    // saves a whole FP32 pass. Until every batch has its outputs, float_score() is unknown
+    // (NaN) and evaluate() fails.
+    int64_t reference_batches = 0;
   };
   // Runs `model` (float) over `eval` (bound to model's graph) on executors from `executors`.
   // `labels` (one per delivered sample, in delivery order) is used by top1 only; null:
@@ -94,6 +100,15 @@ class Evaluator {
   Expected<Score> evaluate(const ir::Model& variant) const;
   // The FP32 model's own score (top1 accuracy with labels; the ideal value otherwise).
   const Score& float_score() const { return float_score_; }
+
+  // The FP32 model's outputs on the first batch without them (Options::reference_batches),
+  // e.g. from a run of a model that computes the same values. The last one completes the
+  // reference and sets float_score().
+  Status add_reference(runtime::NamedTensors outputs);
+  bool has_reference(int64_t batch) const {
+    return batch >= 0 && batch < static_cast<int64_t>(reference_.size());
+  }
+  bool has_all_references() const { return has_reference(num_batches() - 1); }
 
   // Pieces sweep() assembles batch by batch.
   class Tally {
@@ -116,16 +131,18 @@ class Evaluator {
     return executors_(m, threads);
   }
   const data::Dataset& data() const { return *eval_; }
-  int64_t num_batches() const { return static_cast<int64_t>(reference_.size()); }
+  int64_t num_batches() const { return eval_->num_batches(); }
   const runtime::NamedTensors& reference(int64_t batch) const {
     return reference_[static_cast<size_t>(batch)];
   }
   bool has_labels() const { return !labels_.empty(); }
-  // Wall time of the FP32 model's run over the eval set in create() (executor preparation
-  // excluded): one full forward pass, the unit of the naive sweep cost. Also as CPU time of
-  // the process (all threads), steadier than wall time on a machine shared with other work.
+  // Wall time of the FP32 model's run in create() (executor preparation excluded), over
+  // float_pass_batches() batches: with all of them, one full forward pass, the unit of the
+  // naive sweep cost. Also as CPU time of the process (all threads), steadier than wall time
+  // on a machine shared with other work.
   double float_pass_seconds() const { return float_pass_seconds_; }
   double float_pass_cpu_seconds() const { return float_pass_cpu_seconds_; }
+  int64_t float_pass_batches() const { return float_pass_batches_; }
   // Activation bytes the FP32 run held (its executor's pool): a worker's scale.
   int64_t float_pool_bytes() const { return float_pool_bytes_; }
   // The shape of every value of the FP32 model in its run's last batch
@@ -135,6 +152,8 @@ class Evaluator {
   }
 
  private:
+  Status score_float();  // float_score_ from the reference, once complete
+
   const ir::Model* model_ = nullptr;
   ExecutorFactory executors_;
   const data::Dataset* eval_ = nullptr;
@@ -144,6 +163,7 @@ class Evaluator {
   Score float_score_;
   double float_pass_seconds_ = 0.0;
   double float_pass_cpu_seconds_ = 0.0;
+  int64_t float_pass_batches_ = 0;
   int64_t float_pool_bytes_ = 0;
   std::vector<std::pair<std::string, ir::Shape>> value_shapes_;
 };
@@ -235,7 +255,9 @@ struct SweepResult {
 int auto_parallel(const Evaluator& ev, size_t jobs);
 
 // The sweep over every unit the planner finds in `ev.model()` with `table`.
-Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluator& ev,
+// An evaluator made with fewer reference batches (Evaluator::Options::reference_batches) gets
+// the rest from the base's runs, where that is the FP32 model (mode only, with reuse).
+Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
                             const SweepOptions& options);
 
 // Ranks in place: kOnly, worst score first; kAllBut, best score first (the unit whose staying

@@ -1,4 +1,5 @@
 // Metrics of a variant against the FP32 reference outputs, and the Evaluator holding them.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -145,30 +146,43 @@ Expected<Evaluator> Evaluator::create(const ir::Model& model, ExecutorFactory ex
     ev.labels_ = *labels;
   }
   PTQ_ASSIGN_OR_RETURN(auto exec, ev.make_executor(model, options.threads));
+  const int64_t batches = eval.num_batches();
+  const int64_t run = options.reference_batches > 0 ? std::min(options.reference_batches, batches) : batches;
+  ev.reference_.reserve(static_cast<size_t>(batches));  // add_reference() never moves them
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
-  for (int64_t b = 0; b < eval.num_batches(); ++b) {
+  for (int64_t b = 0; b < run; ++b) {
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors in, eval.batch(b));
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors out, exec->run(in));
+    if (out.empty()) return invalid_input("the model has no outputs");
     ev.reference_.push_back(std::move(out));
   }
   ev.float_pass_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ev.float_pass_cpu_seconds_ = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  ev.float_pass_batches_ = run;
   ev.float_pool_bytes_ = exec->last_run_stats().pool_bytes;
   ev.value_shapes_ = exec->value_shapes();
-  if (!ev.reference_.empty() && ev.reference_.front().empty()) {
-    return invalid_input("the model has no outputs");
-  }
-  Tally t;
-  for (int64_t b = 0; b < ev.num_batches(); ++b) {
-    PTQ_RETURN_IF_ERROR(t.add(ev, b, ev.reference_[static_cast<size_t>(b)]));
-  }
-  ev.float_score_ = t.score(ev);
+  ev.float_score_.value = std::numeric_limits<double>::quiet_NaN();
+  if (run == batches) PTQ_RETURN_IF_ERROR(ev.score_float());
   return ev;
 }
 
+Status Evaluator::add_reference(runtime::NamedTensors outputs) {
+  if (has_all_references()) return runtime_error("every batch has its FP32 outputs already");
+  reference_.push_back(std::move(outputs));
+  return has_all_references() ? score_float() : Status::ok();
+}
+
+Status Evaluator::score_float() {
+  Tally t;
+  for (int64_t b = 0; b < num_batches(); ++b) PTQ_RETURN_IF_ERROR(t.add(*this, b, reference(b)));
+  float_score_ = t.score(*this);
+  return Status::ok();
+}
+
 Expected<Score> Evaluator::evaluate(const ir::Model& variant) const {
+  if (!has_all_references()) return runtime_error("the FP32 outputs of some eval batches are missing");
   PTQ_ASSIGN_OR_RETURN(auto exec, make_executor(variant, options_.threads));
   Tally t;
   for (int64_t b = 0; b < num_batches(); ++b) {

@@ -21,6 +21,7 @@
 #include "merge.h"
 #include "rewire.h"
 #include "ptq/ir/constant_attr.h"
+#include "ptq/ir/owned_copy.h"
 #include "ptq/sensitivity.h"
 
 namespace ptq::sensitivity {
@@ -357,16 +358,25 @@ Status rewire_jobs(std::vector<Job>& jobs, const CutMaker& cuts, const Maker& ma
 struct Batches {
   std::vector<Group>& groups;
   std::vector<Job>& jobs;
-  const Evaluator& ev;
+  Evaluator& ev;
   int parallel;
   BaseExec base;
 };
 
+// Copies of a base run's outputs (which the next run writes into) as the evaluator's FP32
+// outputs of its next batch.
+Status add_reference(Evaluator& ev, const BaseRun& base) {
+  runtime::NamedTensors outputs;
+  for (const auto& [name, t] : base.outputs) outputs.emplace_back(name, ir::owned_copy(t));
+  return ev.add_reference(std::move(outputs));
+}
+
 // Every batch through the groups, `first` (batch 0) fed already. The worker whose group
 // carries the base feeds batch b + 1 once its parts of batch b are done, so the base's pass
 // overlaps the other workers' parts instead of holding them all up; with no such group, batch
-// b + 1 is fed after them. With `quantized`, the base's outputs are scored into it. `done(b)`
-// follows each batch.
+// b + 1 is fed after them. A batch the evaluator has no FP32 outputs for takes the base's
+// (a base that is the FP32 model). With `quantized`, the base's outputs are scored into it.
+// `done(b)` follows each batch.
 Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
                    const std::function<void(int64_t)>& done) {
   Fed current = std::move(first);
@@ -374,6 +384,7 @@ Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
   const bool overlapped = std::any_of(r.groups.begin(), r.groups.end(),
                                       [](const Group& g) { return g.runs_base; });
   for (int64_t b = 0; b < r.ev.num_batches(); ++b) {
+    if (!r.ev.has_reference(b)) PTQ_RETURN_IF_ERROR(add_reference(r.ev, current.base));
     if (quantized != nullptr) PTQ_RETURN_IF_ERROR(quantized->add(r.ev, b, current.base.outputs));
     const bool more = b + 1 < r.ev.num_batches();
     Expected<Fed> next = Fed{};
@@ -551,11 +562,13 @@ void rank(std::vector<LayerResult>& layers, Metric metric, Mode mode) {
   });
 }
 
-Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluator& ev,
+Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
                             const SweepOptions& o) {
+  if (!ev.has_all_references() && !(o.reuse && o.mode == Mode::kOnly)) {
+    return runtime_error("the evaluator lacks FP32 outputs that only an only-mode sweep with reuse supplies");
+  }
   SweepResult result;
   result.mode = o.mode;
-  result.float_score = ev.float_score();
   const ir::Model borrowed = constants_as_initializers(ev.model());
   // The placement rules run once, and each weight is quantized once; each variant only selects
   // its units.
@@ -610,6 +623,7 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, const Evaluato
                                   [&](int64_t b) {
                                     if (o.progress) o.progress((b + 1) * units, ev.num_batches() * units);
                                   }));
+  result.float_score = ev.float_score();
   result.quantized_score = base_scores_quantized ? quantized_tally.score(ev) : jobs.back().tally.score(ev);
   result.layers = layer_results(plan, jobs, ev, o.mode);
   // The executors, merged graphs and variants are many and large: free them on every worker.

@@ -61,6 +61,13 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
   const auto j = nlohmann::json::parse(slurp(report));
   EXPECT_EQ(j["metric"], "top1");
   EXPECT_EQ(j["samples"], 300);
+  // An only-mode sweep runs the FP32 model apart on the first batch alone; its base's runs give
+  // the rest of the reference, whose accuracy is the float model's (ptq eval).
+  EXPECT_EQ(j["float_pass_batches"], 1);
+  EXPECT_EQ(j["batches"], 19);
+  auto fe = run_ptq({"eval", model_, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
+  ASSERT_EQ(fe.exit_code, 0) << fe.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(fe.out)["top1"].get<double>(), j["float_metric"].get<double>());
 
   // Every unit of the planner appears once.
   auto model = ptq::onnx::load_model(model_);
@@ -108,6 +115,8 @@ TEST_F(SensitivityCli, AllButModeAndUsageErrors) {
   const auto j = nlohmann::json::parse(slurp(report));
   EXPECT_EQ(j["mode"], "all-but");
   EXPECT_FALSE(j["layers"].empty());
+  EXPECT_EQ(j["float_pass_batches"], 4);  // the whole FP32 pass: the base is quantized
+  EXPECT_EQ(j["batches"], 4);
   auto bad = run_ptq({"sensitivity", model_, "--data", calib_, "--eval", test_, "--metric", "top5",
                       "-o", report});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;

@@ -3,9 +3,11 @@
 // Prefix reuse must give the same metrics as whole runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <utility>
 
 #include "ptq/calibration.h"
 #include "ptq/data.h"
@@ -54,7 +56,7 @@ class SweepTest : public ::testing::Test {
     return std::move(*ev);
   }
 
-  SweepResult run(const Evaluator& ev, Mode mode, bool reuse, int parallel = 1,
+  SweepResult run(Evaluator& ev, Mode mode, bool reuse, int parallel = 1,
                   SweepOptions::BaseOverlap overlap = SweepOptions::BaseOverlap::kAuto) {
     SweepOptions o;
     o.mode = mode;
@@ -139,6 +141,53 @@ TEST_F(SweepTest, BaseOverlapNeverChangesScores) {
         EXPECT_EQ(want.quantized_score.value, got.quantized_score.value);
       }
     }
+  }
+}
+
+// An evaluator that ran the FP32 model on the first batch alone gets the rest of its reference
+// from an only-mode sweep's base (the FP32 model, run on every batch anyway): bit for bit the
+// outputs a full evaluator holds, so every score is the same. Until then it cannot evaluate,
+// and an all-but sweep (whose base is the quantized model) cannot complete it.
+TEST_F(SweepTest, OnlySweepCompletesAPartialReference) {
+  using Overlap = SweepOptions::BaseOverlap;
+  Evaluator full = evaluator(Metric::kSqnr, 2);
+  ASSERT_EQ(full.num_batches(), 3);
+  EXPECT_EQ(full.float_pass_batches(), 3);
+  for (auto [workers, overlap] : {std::pair{1, Overlap::kOff}, std::pair{2, Overlap::kOn}}) {
+    auto partial = Evaluator::create(model_, *backend_, *data_, nullptr,
+                                     {.metric = Metric::kSqnr, .threads = 2, .reference_batches = 1});
+    ASSERT_TRUE(partial) << partial.status().message();
+    EXPECT_EQ(partial->float_pass_batches(), 1);
+    EXPECT_TRUE(partial->has_reference(0));
+    EXPECT_FALSE(partial->has_reference(1));
+    EXPECT_TRUE(std::isnan(partial->float_score().value));
+    EXPECT_FALSE(partial->evaluate(model_));
+    SweepOptions all_but;
+    all_but.mode = Mode::kAllBut;
+    EXPECT_FALSE(sweep(table_, *partial, all_but));
+
+    const SweepResult want = run(full, Mode::kOnly, true, workers, overlap);
+    const SweepResult got = run(*partial, Mode::kOnly, true, workers, overlap);
+    ASSERT_TRUE(partial->has_all_references());
+    for (int64_t b = 0; b < full.num_batches(); ++b) {
+      const auto& x = full.reference(b);
+      const auto& y = partial->reference(b);
+      ASSERT_EQ(x.size(), y.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        const auto vx = x[i].second.span<float>(), vy = y[i].second.span<float>();
+        EXPECT_TRUE(std::equal(vx.begin(), vx.end(), vy.begin(), vy.end())) << "batch " << b;
+      }
+    }
+    EXPECT_EQ(got.float_score.value, full.float_score().value);
+    EXPECT_EQ(partial->float_score().value, full.float_score().value);
+    ASSERT_EQ(want.layers.size(), got.layers.size());
+    for (size_t i = 0; i < want.layers.size(); ++i) {
+      EXPECT_EQ(want.layers[i].name, got.layers[i].name);
+      EXPECT_EQ(want.layers[i].score.value, got.layers[i].score.value) << want.layers[i].name;
+    }
+    EXPECT_EQ(want.quantized_score.value, got.quantized_score.value);
+    auto again = partial->evaluate(model_);
+    ASSERT_TRUE(again) << again.status().message();
   }
 }
 
