@@ -184,6 +184,8 @@ struct Cut {
 // `variant` must outlive the result (the subgraph borrows its initializers).
 Expected<Cut> make_cut(const ir::Model& base, const ir::Model& variant);
 
+struct Rewiring;  // internal (src/sensitivity/rewire.h)
+
 // make_cut() for many variants of one base: the base's indexes are built once. cut() may be
 // called from several threads at once. `base` must outlive the maker.
 class CutMaker {
@@ -193,6 +195,9 @@ class CutMaker {
   CutMaker(const CutMaker&) = delete;
   CutMaker& operator=(const CutMaker&) = delete;
   Expected<Cut> cut(const ir::Model& variant) const;  // make_cut(base, variant)
+  // The cut of the variant `rewiring` makes of the base (rewired(base(), rewiring)), found on
+  // the base's indexes without making the variant; it borrows the rewiring's initializers.
+  Expected<Cut> cut(const Rewiring& rewiring) const;
   const ir::Model& base() const { return base_; }
   const ir::GraphIndex& base_index() const;  // producers of the base's values
 

@@ -1,6 +1,7 @@
 // make_cut(): the subgraph of a variant that differs from its base model. Quantizing one unit
 // adds Q/DQ on its inputs and changes its weights; every value upstream keeps the base's bytes,
 // so those nodes need not run again: their outputs at the cut are taken from the base run.
+#include <algorithm>
 #include <memory>
 #include <numeric>
 #include <string_view>
@@ -8,6 +9,7 @@
 #include <unordered_set>
 
 #include "initializers.h"
+#include "rewire.h"
 #include "ptq/sensitivity.h"
 #include "same.h"
 
@@ -158,10 +160,42 @@ void add_shape_producers(const ir::Graph& g, const Values& values, const ValueFl
 
 }  // namespace
 
+// The base's values numbered, its nodes' inputs and outputs by number, a topological order and
+// its shape values: what cut(Rewiring) walks instead of the names.
+struct BaseNumbers {
+  explicit BaseNumbers(const ir::Graph& g) : values(g) {
+    order = values.file_order(g);
+    if (order.empty() && !g.nodes.empty()) {
+      Expected<std::vector<size_t>> sorted = ir::topological_order(g);
+      if (!sorted) {
+        fault = sorted.status();
+        return;
+      }
+      order = std::move(*sorted);
+    }
+    statics = shape_values(g, values, order).on;
+    auto ids = [&](const std::vector<std::string>& names) {
+      std::vector<int64_t> out;
+      for (const std::string& n : names) out.push_back(n.empty() ? -1 : values.id(n));
+      return out;
+    };
+    for (const ir::Node& n : g.nodes) {
+      inputs.push_back(ids(n.inputs));
+      outputs.push_back(ids(n.outputs));
+    }
+  }
+  Values values;
+  std::vector<char> statics;  // by number: a shape value (shape_values())
+  std::vector<size_t> order;
+  std::vector<std::vector<int64_t>> inputs, outputs;  // by node: value numbers (-1: none)
+  Status fault;  // the base's nodes could not be ordered
+};
+
 struct CutMaker::Index {
-  explicit Index(const ir::Graph& g) : producers(g), initializers(g) {}
+  explicit Index(const ir::Graph& g) : producers(g), initializers(g), numbers(g) {}
   ir::GraphIndex producers;
   InitializerMap initializers;
+  BaseNumbers numbers;
 };
 
 CutMaker::CutMaker(const ir::Model& base)
@@ -236,6 +270,145 @@ Expected<Cut> CutMaker::cut(const ir::Model& variant) const {
                            out.name);
     }
     cut.sub_output.push_back(-1);
+  }
+  return cut;
+}
+
+namespace {
+
+// The base nodes a rewiring's variant runs anew: the nodes it rewires, every node reading a
+// value one of those computes (in order), then the producers of the shape values they read.
+std::vector<bool> rewired_nodes(const BaseNumbers& b, const Rewiring& r, std::vector<char>& changed) {
+  std::vector<bool> in_cut(b.inputs.size(), false);
+  for (const Rewiring::Read& read : r.reads) in_cut[read.node] = true;
+  for (size_t n : b.order) {
+    for (size_t i = 0; !in_cut[n] && i < b.inputs[n].size(); ++i) {
+      const int64_t id = b.inputs[n][i];
+      in_cut[n] = id >= 0 && changed[static_cast<size_t>(id)] != 0;
+    }
+    if (!in_cut[n]) continue;
+    for (int64_t id : b.outputs[n]) {
+      if (id >= 0) changed[static_cast<size_t>(id)] = 1;
+    }
+  }
+  std::vector<size_t> work;
+  for (size_t n = 0; n < in_cut.size(); ++n) {
+    if (in_cut[n]) work.push_back(n);
+  }
+  while (!work.empty()) {
+    const size_t n = work.back();
+    work.pop_back();
+    for (size_t i = 0; i < b.inputs[n].size(); ++i) {
+      const int64_t id = b.inputs[n][i];
+      if (id < 0 || b.statics[static_cast<size_t>(id)] == 0) continue;
+      const bool reread = std::any_of(r.reads.begin(), r.reads.end(), [&](const Rewiring::Read& x) {
+        return x.node == n && x.slot == i;
+      });
+      const int64_t p = b.values.producer(static_cast<size_t>(id));
+      if (reread || p < 0 || in_cut[static_cast<size_t>(p)]) continue;
+      in_cut[static_cast<size_t>(p)] = true;
+      work.push_back(static_cast<size_t>(p));
+    }
+  }
+  return in_cut;
+}
+
+// Builds a rewired cut's subgraph node by node: each input not computed inside is taken once,
+// as a borrowed initializer or as a boundary value the base run hands over.
+class CutBuilder {
+ public:
+  CutBuilder(const ir::Model& base, const BaseNumbers& b, const Rewiring& r,
+             const std::vector<bool>& in_cut, Cut& cut)
+      : base_(base), b_(b), r_(r), in_cut_(in_cut), cut_(cut), seen_(b.values.size(), 0) {
+    for (const auto& [before, node] : r.inserted) made_.insert(node.outputs.begin(), node.outputs.end());
+  }
+
+  // Adds `node` (a copy of base node `n`, rewired, or a node brought in: n < 0).
+  Status add(ir::Node node, int64_t n) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const bool as_base = n >= 0 && node.inputs[i] == base_.graph.nodes[static_cast<size_t>(n)].inputs[i];
+      const int64_t id = as_base ? b_.inputs[static_cast<size_t>(n)][i] : b_.values.id(node.inputs[i]);
+      PTQ_RETURN_IF_ERROR(take(node.inputs[i], id));
+    }
+    cut_.sub.graph.nodes.push_back(std::move(node));
+    return Status::ok();
+  }
+
+ private:
+  Status take(const std::string& name, int64_t id) {
+    if (name.empty()) return Status::ok();
+    if (id < 0) {  // a value the rewiring brings: a node's output or a borrowed initializer
+      if (made_.contains(name) || !taken_.insert(name).second) return Status::ok();
+      for (const ir::Initializer& i : r_.initializers) {
+        if (i.name == name) {
+          cut_.sub.graph.add_initializer(name, i.tensor.view());
+          return Status::ok();
+        }
+      }
+      return runtime_error("rewired value '{}' is neither computed nor an initializer", name);
+    }
+    const size_t v = static_cast<size_t>(id);
+    const int64_t p = b_.values.producer(v);
+    if ((p >= 0 && in_cut_[static_cast<size_t>(p)]) || seen_[v] != 0) return Status::ok();
+    seen_[v] = 1;
+    if (const ir::Tensor* t = b_.values.initializer(name)) {
+      cut_.sub.graph.add_initializer(name, t->view());
+      return Status::ok();
+    }
+    cut_.boundary.push_back(name);
+    cut_.sub.graph.inputs.push_back({name, type_of(base_, base_, name), ""});
+    return Status::ok();
+  }
+
+  const ir::Model& base_;
+  const BaseNumbers& b_;
+  const Rewiring& r_;
+  const std::vector<bool>& in_cut_;
+  Cut& cut_;
+  std::vector<char> seen_;                    // base values taken
+  std::unordered_set<std::string> made_, taken_;  // the rewiring's own values
+};
+
+}  // namespace
+
+Expected<Cut> CutMaker::cut(const Rewiring& r) const {
+  const BaseNumbers& b = index_->numbers;
+  PTQ_RETURN_IF_ERROR(b.fault);
+  const ir::Graph& g = base_.graph;
+  for (const Rewiring::Read& read : r.reads) {
+    if (read.node >= g.nodes.size() || read.slot >= g.nodes[read.node].inputs.size()) {
+      return runtime_error("a rewiring reads at node {} input {}, which the base lacks", read.node, read.slot);
+    }
+  }
+  std::vector<char> changed(b.values.size(), 0);
+  const std::vector<bool> in_cut = rewired_nodes(b, r, changed);
+  Cut cut;
+  cut.sub.ir_version = base_.ir_version;
+  cut.sub.opset_imports = base_.opset_imports;
+  cut.sub.graph.name = g.name + "_cut";
+  CutBuilder builder(base_, b, r, in_cut, cut);
+  auto inserted = r.inserted.begin();
+  for (size_t n : b.order) {
+    for (; inserted != r.inserted.end() && inserted->first == n; ++inserted) {
+      PTQ_RETURN_IF_ERROR(builder.add(inserted->second, -1));
+    }
+    if (!in_cut[n]) continue;
+    ir::Node node = g.nodes[n];
+    for (const Rewiring::Read& read : r.reads) {
+      if (read.node == n) node.inputs[read.slot] = read.value;
+    }
+    PTQ_RETURN_IF_ERROR(builder.add(std::move(node), static_cast<int64_t>(n)));
+  }
+  if (inserted != r.inserted.end()) return runtime_error("a rewiring inserts nodes before no node of the base");
+  cut.nodes = static_cast<int64_t>(cut.sub.graph.nodes.size());
+  for (const ir::ValueInfo& out : g.outputs) {
+    const int64_t id = b.values.id(out.name);
+    if (id < 0 || changed[static_cast<size_t>(id)] == 0) {
+      cut.sub_output.push_back(-1);
+      continue;
+    }
+    cut.sub_output.push_back(static_cast<int64_t>(cut.sub.graph.outputs.size()));
+    cut.sub.graph.outputs.push_back(out);
   }
   return cut;
 }

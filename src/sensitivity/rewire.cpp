@@ -1,4 +1,4 @@
-// dropped_edges(), added_edges(), rewired_base(), with_quantized_edges(): see rewire.h.
+// dropped_edges(), added_edges(), rewiring_dropping(), rewiring_adding(), rewired(): see rewire.h.
 #include "rewire.h"
 
 #include <algorithm>
@@ -106,12 +106,16 @@ ir::Model runnable_copy(const ir::Model& base) {
   return m;
 }
 
-// Borrows `name` from `from` into `to` unless `to` has it; false when `from` lacks it.
-bool borrow_initializer(ir::Graph& to, const ir::Graph& from, const std::string& name) {
-  if (to.initializer(name) != nullptr) return true;
+// Borrows `name` from `from` into `r` unless `base` or `r` has it; false when `from` lacks it.
+bool borrow_initializer(Rewiring& r, const ir::Graph& base, const ir::Graph& from,
+                        const std::string& name) {
+  if (base.initializer(name) != nullptr) return true;
+  for (const ir::Initializer& i : r.initializers) {
+    if (i.name == name) return true;
+  }
   const ir::Tensor* t = from.initializer(name);
   if (t == nullptr) return false;
-  to.add_initializer(name, t->view());
+  r.initializers.push_back({name, t->view(), {}});
   return true;
 }
 
@@ -142,18 +146,34 @@ std::optional<std::vector<const QuantEdge*>> added_edges(const Plan& quantized, 
   return std::move(split->kept);
 }
 
-std::optional<ir::Model> rewired_base(const ir::Model& base, const ir::GraphIndex& base_index,
-                                      const ir::Model& source,
-                                      const std::vector<const QuantEdge*>& dropped) {
-  ir::Model m = runnable_copy(base);
+std::optional<Rewiring> rewiring_dropping(const ir::Model& base, const ir::GraphIndex& base_index,
+                                          const ir::Model& source,
+                                          const std::vector<const QuantEdge*>& dropped) {
+  Rewiring r;
   for (const QuantEdge* e : dropped) {
     const int64_t n = planned_node(base, base_index, source, *e);
     if (n < 0) return std::nullopt;
-    m.graph.nodes[static_cast<size_t>(n)].inputs[e->input] = e->tensor;
+    r.reads.push_back({static_cast<size_t>(n), e->input, e->tensor});
     // An activation is still computed by the base; a weight or bias apply() replaced is not.
     if (e->role == Role::kActivation) continue;
-    if (!borrow_initializer(m.graph, source.graph, e->tensor)) return std::nullopt;
+    if (!borrow_initializer(r, base.graph, source.graph, e->tensor)) return std::nullopt;
   }
+  return r;
+}
+
+ir::Model rewired(const ir::Model& base, const Rewiring& r) {
+  ir::Model m = runnable_copy(base);
+  for (const Rewiring::Read& read : r.reads) m.graph.nodes[read.node].inputs[read.slot] = read.value;
+  for (const ir::Initializer& i : r.initializers) m.graph.add_initializer(i.name, i.tensor.view());
+  if (r.inserted.empty()) return m;
+  std::vector<ir::Node> out;
+  out.reserve(m.graph.nodes.size() + r.inserted.size());
+  auto next = r.inserted.begin();
+  for (size_t n = 0; n < m.graph.nodes.size(); ++n) {
+    for (; next != r.inserted.end() && next->first == n; ++next) out.push_back(next->second);
+    out.push_back(std::move(m.graph.nodes[n]));
+  }
+  m.graph.nodes = std::move(out);
   return m;
 }
 
@@ -180,43 +200,38 @@ struct Chain {
   std::vector<ir::Node> nodes;
 };
 
-// Puts each chain's nodes right before its first reader, in one rewrite of the node list.
-void insert_chains(ir::Graph& g, std::map<std::string, Chain>& chains) {
-  if (chains.empty()) return;
-  std::multimap<size_t, Chain*> before;
-  for (auto& [value, chain] : chains) before.emplace(chain.reader, &chain);
-  std::vector<ir::Node> out;
-  out.reserve(g.nodes.size() + 2 * chains.size());
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    auto [first, last] = before.equal_range(n);
-    for (auto it = first; it != last; ++it) {
-      for (ir::Node& c : it->second->nodes) out.push_back(std::move(c));
-    }
-    out.push_back(std::move(g.nodes[n]));
+// Each chain's nodes to run right before its first reader (chains of one reader in the order
+// of their values' names).
+void insert_chains(Rewiring& r, std::map<std::string, Chain>& chains) {
+  std::vector<Chain*> order;
+  for (auto& [value, chain] : chains) order.push_back(&chain);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Chain* a, const Chain* b) { return a->reader < b->reader; });
+  for (Chain* c : order) {
+    for (ir::Node& n : c->nodes) r.inserted.emplace_back(c->reader, std::move(n));
   }
-  g.nodes = std::move(out);
 }
 
 }  // namespace
 
-std::optional<ir::Model> with_quantized_edges(const ir::Model& base, const ir::GraphIndex& base_index,
-                                              const ir::Model& quantized,
-                                              const ir::GraphIndex& quantized_index,
-                                              const ir::Model& source,
-                                              const std::vector<const QuantEdge*>& added) {
-  ir::Model m = runnable_copy(base);
+std::optional<Rewiring> rewiring_adding(const ir::Model& base, const ir::GraphIndex& base_index,
+                                        const ir::Model& quantized,
+                                        const ir::GraphIndex& quantized_index,
+                                        const ir::Model& source,
+                                        const std::vector<const QuantEdge*>& added) {
+  Rewiring r;
   std::map<std::string, Chain> chains;  // by DQ output
   for (const QuantEdge* e : added) {
     const int64_t n = planned_node(base, base_index, source, *e);
     const int64_t nq = planned_node(quantized, quantized_index, source, *e);
     if (n < 0 || nq < 0) return std::nullopt;
-    ir::Node& node = m.graph.nodes[static_cast<size_t>(n)];
+    const ir::Node& node = base.graph.nodes[static_cast<size_t>(n)];
     const ir::Node& qnode = quantized.graph.nodes[static_cast<size_t>(nq)];
     if (node.inputs[e->input] != e->tensor) return std::nullopt;
     const std::string& value = qnode.inputs[e->input];
-    node.inputs[e->input] = value;
+    r.reads.push_back({static_cast<size_t>(n), e->input, value});
     if (e->role != Role::kActivation) {  // a dequantized weight or bias, folded
-      if (!borrow_initializer(m.graph, quantized.graph, value)) return std::nullopt;
+      if (!borrow_initializer(r, base.graph, quantized.graph, value)) return std::nullopt;
       continue;
     }
     auto [it, fresh] = chains.emplace(value, Chain{static_cast<size_t>(n), {}});
@@ -229,13 +244,13 @@ std::optional<ir::Model> with_quantized_edges(const ir::Model& base, const ir::G
     for (const ir::Node* c : {qdq->first, qdq->second}) {
       for (const std::string& in : c->inputs) {
         if (in.empty() || in == e->tensor || in == qdq->first->outputs.front()) continue;
-        if (!borrow_initializer(m.graph, quantized.graph, in)) return std::nullopt;
+        if (!borrow_initializer(r, base.graph, quantized.graph, in)) return std::nullopt;
       }
       it->second.nodes.push_back(*c);
     }
   }
-  insert_chains(m.graph, chains);
-  return m;
+  insert_chains(r, chains);
+  return r;
 }
 
 }  // namespace ptq::sensitivity

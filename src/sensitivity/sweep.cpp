@@ -31,10 +31,11 @@ namespace {
 struct Job {
   std::string name;                      // the unit's ("" for the fully quantized model)
   std::vector<std::string> only, skip;   // the units the variant quantizes, or leaves float
-  std::unique_ptr<ir::Model> variant;  // stable address: the cut borrows its initializers
-  // With reuse, edges of the full plan when the variant is made from a model the sweep makes
+  // Stable address: the cut borrows its initializers. None for a rewired cut (rewire_jobs()).
+  std::unique_ptr<ir::Model> variant;
+  // With reuse, edges of the full plan when the variant is a rewiring of a model the sweep makes
   // anyway (rewire.h): all-but, the base's edges it drops; only, the fully quantized model's
-  // edges it keeps. The variant is then made once that model exists (rewire_jobs()).
+  // edges it keeps. Its cut is then made once that model exists (rewire_jobs()).
   std::optional<std::vector<const planner::QuantEdge*>> rewire;
   std::optional<Cut> cut;
   double cost = 0.0;  // estimated_cost() of the part
@@ -186,20 +187,22 @@ Expected<ir::Tensor> fed_value(const std::string& name, const runtime::NamedTens
   return t->view();
 }
 
-// The variant's outputs, given its part's outputs (`part_out`, consumed) and the base run.
+// The variant's outputs, given its part's outputs (`part_out`, consumed) and the base run. A
+// job with no variant of its own (a rewired cut) has the base's outputs.
 Expected<runtime::NamedTensors> variant_outputs(const Job& job, std::vector<ir::Tensor> part_out,
                                                 const BaseRun& base) {
   runtime::NamedTensors out;
-  const auto& outputs = job.variant->graph.outputs;
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  const size_t count = job.variant ? job.variant->graph.outputs.size() : base.outputs.size();
+  for (size_t i = 0; i < count; ++i) {
+    const std::string& name = job.variant ? job.variant->graph.outputs[i].name : base.outputs[i].first;
     const int64_t s = job.cut ? job.cut->sub_output[i] : static_cast<int64_t>(i);
     if (s >= 0) {
-      out.emplace_back(outputs[i].name, std::move(part_out[static_cast<size_t>(s)]));
+      out.emplace_back(name, std::move(part_out[static_cast<size_t>(s)]));
       continue;
     }
-    const ir::Tensor* t = find_named(base.outputs, outputs[i].name);
-    if (t == nullptr) return runtime_error("base output '{}' missing", outputs[i].name);
-    out.emplace_back(outputs[i].name, t->view());
+    const ir::Tensor* t = find_named(base.outputs, name);
+    if (t == nullptr) return runtime_error("base output '{}' missing", name);
+    out.emplace_back(name, t->view());
   }
   return out;
 }
@@ -236,19 +239,19 @@ void slim(ir::Model& variant) {
 // The plan whose edges a variant's plan is compared with, where variants may be made by
 // rewiring a model the sweep makes anyway (rewire.h): the base in all-but mode, the fully
 // quantized model's job in only mode (made as usual itself).
-struct Rewiring {
+struct FullPlan {
   Mode mode;
-  const planner::Plan& full;
+  const planner::Plan& plan;
 };
 
-// The job's variant, its constant nodes folded (as the base's are). With `rewiring`, a variant
+// The job's variant, its constant nodes folded (as the base's are). With `full`, a variant
 // that is a rewiring away from the base or the fully quantized model is only marked
-// (Job::rewire): rewire_jobs() makes it.
-Status make_variant(Job& job, const Maker& maker, const Rewiring* rewiring) {
+// (Job::rewire): rewire_jobs() makes its cut.
+Status make_variant(Job& job, const Maker& maker, const FullPlan* full) {
   PTQ_ASSIGN_OR_RETURN(planner::Plan plan, maker.planner.plan(job.only, job.skip));
-  if (rewiring != nullptr && !job.name.empty()) {
-    job.rewire = rewiring->mode == Mode::kAllBut ? dropped_edges(rewiring->full, plan)
-                                                 : added_edges(rewiring->full, plan);
+  if (full != nullptr && !job.name.empty()) {
+    job.rewire = full->mode == Mode::kAllBut ? dropped_edges(full->plan, plan)
+                                             : added_edges(full->plan, plan);
     if (job.rewire) return Status::ok();
   }
   PTQ_ASSIGN_OR_RETURN(ir::Model m, made(maker, plan));
@@ -258,6 +261,7 @@ Status make_variant(Job& job, const Maker& maker, const Rewiring* rewiring) {
 
 // A variant with no cut (none found, or nothing differs) runs whole: slower, same result.
 void cut_job(Job& job, const CutMaker& cuts) {
+  if (job.cut || !job.variant) return;  // cut already (rewire_jobs())
   auto cut = cuts.cut(*job.variant);
   if (!cut || cut->nodes == 0) return;
   job.cut = std::move(*cut);
@@ -322,10 +326,23 @@ Status with_unit(const Job& job) {
   return Status(job.status.code(), what + ": " + job.status.message());
 }
 
-// Makes the variants marked for rewiring (Job::rewire) on `threads` threads: from the base
-// (all-but) or from the fully quantized model's job, the last (only). One the model does not
-// fit (a node or value not where the plan says) is made from the float model instead.
-// `cuts`: the cuts' maker, whose index of the base's producers serves here too.
+// The cut of a variant the rewiring makes of the base, found without making the variant; one
+// that changes nothing runs whole.
+Status cut_rewired(Job& job, const CutMaker& cuts, const Rewiring& r) {
+  PTQ_ASSIGN_OR_RETURN(Cut cut, cuts.cut(r));
+  if (cut.nodes == 0) {
+    job.variant = std::make_unique<ir::Model>(rewired(cuts.base(), r));
+    return Status::ok();
+  }
+  job.cut = std::move(cut);
+  return Status::ok();
+}
+
+// Cuts the variants marked for rewiring (Job::rewire) on `threads` threads: rewirings of the
+// base (all-but) or of the base by the fully quantized model's job, the last (only). One the
+// model does not fit (a node or value not where the plan says) is made from the float model
+// instead (and cut by cut_job()). `cuts`: the cuts' maker, whose index of the base's producers
+// serves here too.
 Status rewire_jobs(std::vector<Job>& jobs, const CutMaker& cuts, const Maker& maker, Mode mode,
                    int threads) {
   if (std::none_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.rewire.has_value(); })) {
@@ -339,16 +356,12 @@ Status rewire_jobs(std::vector<Job>& jobs, const CutMaker& cuts, const Maker& ma
   parallel_for(jobs.size(), threads, [&](size_t i) {
     Job& job = jobs[i];
     if (!job.rewire) return;
-    std::optional<ir::Model> m =
+    std::optional<Rewiring> r =
         quantized != nullptr
-            ? with_quantized_edges(base, base_index, *quantized, *quantized_index, maker.borrowed,
-                                   *job.rewire)
-            : rewired_base(base, base_index, maker.borrowed, *job.rewire);
-    if (m) {
-      job.variant = std::make_unique<ir::Model>(std::move(*m));
-    } else {
-      job.status = make_variant(job, maker, nullptr);
-    }
+            ? rewiring_adding(base, base_index, *quantized, *quantized_index, maker.borrowed,
+                              *job.rewire)
+            : rewiring_dropping(base, base_index, maker.borrowed, *job.rewire);
+    job.status = r ? cut_rewired(job, cuts, *r) : make_variant(job, maker, nullptr);
   });
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
   return Status::ok();
@@ -586,11 +599,11 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
   // (the base first), then cut each variant against the base. A variant a rewiring away from
   // the base (all-but) or the fully quantized model (only) is made from it then (rewire.h).
   const int makers = std::max(parallel, ev.threads());
-  const Rewiring rewiring{o.mode, plan};
+  const FullPlan full{o.mode, plan};
   Expected<std::optional<ir::Model>> own_base = std::optional<ir::Model>();
   parallel_for(jobs.size() + 1, makers, [&](size_t i) {
     if (i == 0) own_base = cut_base(maker, plan, o);
-    else jobs[i - 1].status = make_variant(jobs[i - 1], maker, o.reuse ? &rewiring : nullptr);
+    else jobs[i - 1].status = make_variant(jobs[i - 1], maker, o.reuse ? &full : nullptr);
   });
   if (!own_base) return own_base.status();
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));

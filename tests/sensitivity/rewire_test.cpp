@@ -71,8 +71,10 @@ TEST(Rewire, AllButVariantIsTheBaseWithoutItsUnitsEdges) {
     EXPECT_EQ(got, want) << u.name;
     EXPECT_FALSE(got.empty()) << u.name;
 
-    const auto rewired = rewired_base(base, index, m, *dropped);
-    ASSERT_TRUE(rewired) << u.name;
+    const auto rewiring = rewiring_dropping(base, index, m, *dropped);
+    ASSERT_TRUE(rewiring) << u.name;
+    const auto rewired_model = rewired(base, *rewiring);
+    const auto* rewired = &rewired_model;
     for (const planner::QuantEdge* e : *dropped) {
       const ir::Node& planned = m.graph.nodes[e->node];
       const int64_t n = index.producer(planned.outputs.front());
@@ -145,8 +147,9 @@ TEST(Rewire, OnlyVariantIsTheFloatModelWithTheQuantizedModelsValues) {
     for (const planner::QuantEdge* e : *added) got.push_back(e->tensor);
     EXPECT_EQ(got, want) << u.name;
 
-    const auto variant = with_quantized_edges(m, base_index, quantized, quantized_index, m, *added);
-    ASSERT_TRUE(variant) << u.name;
+    const auto rewiring = rewiring_adding(m, base_index, quantized, quantized_index, m, *added);
+    ASSERT_TRUE(rewiring) << u.name;
+    const auto variant = std::optional<ir::Model>(rewired(m, *rewiring));
     EXPECT_TRUE(sorted(variant->graph)) << u.name;
     ir::Model reference = m;
     ASSERT_TRUE(planner::apply(reference, *plan));
@@ -160,6 +163,87 @@ TEST(Rewire, OnlyVariantIsTheFloatModelWithTheQuantizedModelsValues) {
     quantized_differs += std::equal(va.begin(), va.end(), vf.begin(), vf.end()) ? 0 : 1;
   }
   EXPECT_EQ(quantized_differs, static_cast<int>(full->units.size()));
+}
+
+// A cut compared in full: its nodes in order (op, inputs, outputs), boundary, borrowed
+// initializers (by name and address), inputs and outputs.
+std::vector<std::string> describe(const Cut& c) {
+  std::vector<std::string> v;
+  for (const ir::Node& n : c.sub.graph.nodes) {
+    std::string line = n.op_type + "(";
+    for (const std::string& in : n.inputs) line += in + ",";
+    line += ")->";
+    for (const std::string& out : n.outputs) line += out + ",";
+    v.push_back(line);
+  }
+  for (const std::string& b : c.boundary) v.push_back("boundary " + b);
+  std::vector<std::string> inits;
+  for (const ir::Initializer& i : c.sub.graph.initializers()) {
+    inits.push_back("init " + i.name + " @" + std::to_string(reinterpret_cast<uintptr_t>(i.tensor.raw())));
+  }
+  std::sort(inits.begin(), inits.end());
+  v.insert(v.end(), inits.begin(), inits.end());
+  for (const ir::ValueInfo& in : c.sub.graph.inputs) v.push_back("input " + in.name);
+  for (const ir::ValueInfo& out : c.sub.graph.outputs) v.push_back("output " + out.name);
+  for (int64_t o : c.sub_output) v.push_back("sub_output " + std::to_string(o));
+  return v;
+}
+
+// The outlier model with a shape subgraph at its end (x -> convA -> ar -> convB -> b ->
+// Reshape(b, Shape(ar)) -> y): a cut through convB recomputes the Shape.
+ir::Model shape_model() {
+  ir::Model m = outlier_model();
+  ir::Graph& g = m.graph;
+  g.nodes.resize(3);  // convA, reluA, convB
+  g.nodes.push_back(node("shape", "Shape", {"ar"}, "s"));
+  g.nodes.push_back(node("reshape", "Reshape", {"b", "s"}, "y"));
+  for (const char* name : {"convC.w", "convC.b", "fc.w", "fc.b"}) g.remove_initializer(name);
+  return m;
+}
+
+// The cut CutMaker finds from a rewiring on the base's indexes is exactly the cut of the
+// variant the rewiring makes, in both modes, for every unit.
+TEST(Rewire, CutOfARewiringIsTheCutOfItsVariant) {
+  auto backend = runtime::make_cpu_backend();
+  ConstantFolder folder([&](const ir::Model& part, int threads) {
+    return runtime::Executor::create(part, *backend, {.threads = threads});
+  });
+  for (const ir::Model& m : {outlier_model(), shape_model()}) {
+    const auto table = table_for(m);
+    const planner::Plan full = plan_skipping(m, table, {});
+    ir::Model quantized = m;
+    ASSERT_TRUE(planner::apply(quantized, full));
+    ASSERT_TRUE(folder.fold(quantized));
+    const ir::GraphIndex float_index(m.graph), quantized_index(quantized.graph);
+    const CutMaker float_cuts(m), quantized_cuts(quantized);
+    int shapes = 0;  // cuts holding the Shape node
+    for (const planner::Unit& u : full.units) {
+      const auto dropped = dropped_edges(full, plan_skipping(m, table, {u.name}));
+      ASSERT_TRUE(dropped) << u.name;
+      const auto all_but = rewiring_dropping(quantized, quantized_index, m, *dropped);
+      ASSERT_TRUE(all_but) << u.name;
+      planner::PlanOptions one;
+      one.only_units = {u.name};
+      auto plan = planner::plan(m, table, one);
+      ASSERT_TRUE(plan) << plan.status().message();
+      const auto added = added_edges(full, *plan);
+      ASSERT_TRUE(added) << u.name;
+      const auto only = rewiring_adding(m, float_index, quantized, quantized_index, m, *added);
+      ASSERT_TRUE(only) << u.name;
+      for (auto [cuts, r] : {std::pair{&quantized_cuts, &*all_but}, std::pair{&float_cuts, &*only}}) {
+        const ir::Model variant = rewired(cuts->base(), *r);
+        auto direct = cuts->cut(*r);
+        auto made = cuts->cut(variant);
+        ASSERT_TRUE(direct) << direct.status().message();
+        ASSERT_TRUE(made) << made.status().message();
+        EXPECT_GT(direct->nodes, 0) << u.name;
+        EXPECT_EQ(direct->nodes, made->nodes) << u.name;
+        EXPECT_EQ(describe(*direct), describe(*made)) << u.name;
+        for (const ir::Node& n : direct->sub.graph.nodes) shapes += n.op_type == "Shape" ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(shapes > 0, m.graph.nodes.size() == 5u);
+  }
 }
 
 // A folded BatchNormalization changes the weights a unit reads: not rewired.
