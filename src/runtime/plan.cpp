@@ -1,5 +1,8 @@
 #include "plan.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "ptq/ir/constant_attr.h"
 
 namespace ptq::runtime {
@@ -28,10 +31,10 @@ std::unique_ptr<ir::Tensor> held_constant(const ir::Node& node) {
   return t ? std::make_unique<ir::Tensor>(std::move(*t)) : nullptr;
 }
 
-}  // namespace
-
-Expected<Plan> build_plan(const ir::Graph& graph) {
-  PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(graph));
+// The plan with the nodes in `order` (all of them, or the file order when empty); nullopt when
+// a node reads a value no earlier node, initializer or input gives, or gives one of those again
+// (topological_order() then names the fault), or a graph output is none of them.
+std::optional<Plan> ordered_plan(const ir::Graph& graph, const std::vector<size_t>& order) {
   Plan plan;
   for (const ir::Initializer& init : graph.initializers()) {
     const int32_t id = add_value(plan, init.name, ValueKind::kConstant);
@@ -44,9 +47,11 @@ Expected<Plan> build_plan(const ir::Graph& graph) {
     plan.values[id].info = &in;
     plan.real_inputs.push_back(id);
   }
-  for (size_t node_index : order) {
+  for (size_t k = 0; k < graph.nodes.size(); ++k) {
+    const size_t node_index = order.empty() ? k : order[k];
     const ir::Node& node = graph.nodes[node_index];
     if (std::unique_ptr<ir::Tensor> value = held_constant(node)) {
+      if (plan.id(node.outputs[0]) >= 0) return std::nullopt;
       const int32_t id = add_value(plan, node.outputs[0], ValueKind::kConstant);
       plan.values[id].constant = value.get();
       plan.constants.push_back(id);
@@ -55,12 +60,16 @@ Expected<Plan> build_plan(const ir::Graph& graph) {
     }
     PlanStep step;
     step.node = node_index;
-    for (const std::string& in : node.inputs) step.inputs.push_back(in.empty() ? -1 : plan.id(in));
+    for (const std::string& in : node.inputs) {
+      step.inputs.push_back(in.empty() ? -1 : plan.id(in));
+      if (step.inputs.back() < 0 && !in.empty()) return std::nullopt;
+    }
     for (const std::string& out : node.outputs) {
       if (out.empty()) {
         step.outputs.push_back(-1);
         continue;
       }
+      if (plan.id(out) >= 0) return std::nullopt;
       const int32_t id = add_value(plan, out, ValueKind::kActivation);
       plan.values[id].producer_step = static_cast<int64_t>(plan.steps.size());
       step.outputs.push_back(id);
@@ -69,7 +78,7 @@ Expected<Plan> build_plan(const ir::Graph& graph) {
   }
   for (const ir::ValueInfo& out : graph.outputs) {
     const int32_t id = plan.id(out.name);
-    if (id < 0) return invalid_input("graph output '{}' is produced by no node", out.name);
+    if (id < 0) return std::nullopt;
     plan.values[id].graph_output = true;
     plan.outputs.push_back(id);
   }
@@ -87,6 +96,25 @@ Expected<Plan> build_plan(const ir::Graph& graph) {
     plan.steps[static_cast<size_t>(s)].release.push_back(static_cast<int32_t>(id));
   }
   return plan;
+}
+
+}  // namespace
+
+// Most graphs come sorted (ONNX asks for it; the planner and the sweep keep it): planned in file
+// order first, sorted only when that fails, which also names the fault of a broken graph.
+Expected<Plan> build_plan(const ir::Graph& graph) {
+  if (std::optional<Plan> plan = ordered_plan(graph, {})) return std::move(*plan);
+  PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(graph));
+  if (std::optional<Plan> plan = ordered_plan(graph, order)) return std::move(*plan);
+  for (const ir::ValueInfo& out : graph.outputs) {
+    if (!graph.is_graph_input(out.name) && graph.initializer(out.name) == nullptr &&
+        std::none_of(graph.nodes.begin(), graph.nodes.end(), [&](const ir::Node& n) {
+          return std::find(n.outputs.begin(), n.outputs.end(), out.name) != n.outputs.end();
+        })) {
+      return invalid_input("graph output '{}' is produced by no node", out.name);
+    }
+  }
+  return runtime_error("graph '{}': sorted, but its plan still fails", graph.name);
 }
 
 }  // namespace ptq::runtime

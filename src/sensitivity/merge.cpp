@@ -43,7 +43,7 @@ class Renamer {
 
 }  // namespace
 
-Expected<Merged> merge_models(std::span<const ir::Model* const> parts) {
+Expected<Merged> merge_models(std::span<ir::Model* const> parts) {
   Merged m;
   if (parts.empty()) return m;
   m.model.ir_version = parts.front()->ir_version;
@@ -52,19 +52,19 @@ Expected<Merged> merge_models(std::span<const ir::Model* const> parts) {
   std::unordered_map<std::string, const void*> shared_inits;
   std::unordered_set<std::string> inputs;
   for (size_t i = 0; i < parts.size(); ++i) {
-    const ir::Graph& g = parts[i]->graph;
+    ir::Graph& g = parts[i]->graph;
     Renamer rename(i, g, m.model.graph, shared_inits);
     for (const ir::ValueInfo& v : g.inputs) {
       if (g.initializer(v.name) != nullptr) continue;
       if (inputs.insert(v.name).second) m.model.graph.inputs.push_back(v);
     }
-    for (const ir::Node& n : g.nodes) {
-      ir::Node copy = n;
-      copy.name = fmt::format("{}|{}", i, n.name);
-      for (std::string& in : copy.inputs) in = rename(in);
-      for (std::string& out : copy.outputs) out = rename(out);
-      m.model.graph.nodes.push_back(std::move(copy));
+    for (ir::Node& n : g.nodes) {
+      n.name = fmt::format("{}|{}", i, n.name);
+      for (std::string& in : n.inputs) in = rename(in);
+      for (std::string& out : n.outputs) out = rename(out);
+      m.model.graph.nodes.push_back(std::move(n));
     }
+    g.nodes.clear();
     std::vector<size_t>& outs = m.outputs.emplace_back();
     for (const ir::ValueInfo& v : g.outputs) {
       if (g.initializer(v.name) != nullptr || g.is_graph_input(v.name)) {

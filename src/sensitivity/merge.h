@@ -23,7 +23,8 @@ struct Merged {
 // every other value of part i is renamed "<i>|<name>", except initializers that are the same
 // tensor (same memory) in several parts, which are kept once. Nodes keep the parts' order, so
 // an executor in topological order runs one part after the other and reuses its buffers.
-// Every part must outlive the result.
-Expected<Merged> merge_models(std::span<const ir::Model* const> parts);
+// The parts' nodes are moved into the result (each part is left without nodes); every part
+// must outlive it (its initializers are borrowed).
+Expected<Merged> merge_models(std::span<ir::Model* const> parts);
 
 }  // namespace ptq::sensitivity

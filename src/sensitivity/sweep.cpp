@@ -39,11 +39,13 @@ struct Job {
   std::optional<std::vector<const planner::QuantEdge*>> rewire;
   std::optional<Cut> cut;
   double cost = 0.0;  // estimated_cost() of the part
+  int64_t nodes = 0;  // the part's, before merging moves them (merge.h)
   Evaluator::Tally tally;
   Status status;
 
   // What runs per batch: the cut, or the whole variant.
   const ir::Model& part() const { return cut ? cut->sub : *variant; }
+  ir::Model& part() { return cut ? cut->sub : *variant; }
 };
 
 // Jobs whose parts run merged on one executor (one group per worker).
@@ -282,9 +284,9 @@ Expected<std::optional<ir::Model>> cut_base(const Maker& maker, const planner::P
   return std::optional<ir::Model>(std::move(base));
 }
 
-Status prepare_group(Group& g, const std::vector<Job>& jobs, const Evaluator& ev, int threads) {
+Status prepare_group(Group& g, std::vector<Job>& jobs, const Evaluator& ev, int threads) {
   if (g.jobs.empty()) return Status::ok();
-  std::vector<const ir::Model*> parts;
+  std::vector<ir::Model*> parts;
   for (size_t j : g.jobs) parts.push_back(&jobs[j].part());
   PTQ_ASSIGN_OR_RETURN(g.merged, merge_models(parts));
   PTQ_ASSIGN_OR_RETURN(g.exec, ev.make_executor(g.merged.model, threads));
@@ -481,6 +483,7 @@ Expected<std::vector<Group>> deal(std::vector<Job>& jobs, const Evaluator& ev, i
                                   double base_cost, const ir::Graph& base, const SeenShapes& seen) {
   for (Job& job : jobs) {
     job.cost = estimated_cost(job.part(), job.cut ? base : job.variant->graph, seen);
+    job.nodes = static_cast<int64_t>(job.part().graph.nodes.size());
   }
   std::vector<Group> groups = make_groups(jobs, parallel, base_cost);
   const int threads = std::max(1, ev.threads() / static_cast<int>(groups.size()));
@@ -536,7 +539,7 @@ std::vector<LayerResult> layer_results(const planner::Plan& plan, const std::vec
     l.name = plan.units[i].name;
     l.kind = plan.units[i].kind;
     l.score = jobs[i].tally.score(ev);
-    l.subgraph_nodes = static_cast<int64_t>(jobs[i].part().graph.nodes.size());
+    l.subgraph_nodes = jobs[i].nodes;
     layers.push_back(std::move(l));
   }
   rank(layers, ev.metric(), mode);

@@ -298,6 +298,21 @@ TEST(Executor, TopologicalOrderAndBorrowedInitializers) {
   EXPECT_EQ(exec->last_run_stats().weight_bytes, 8);
 }
 
+// A graph that is no DAG fails at creation, naming the fault, whether its nodes come in file
+// order or not: a value given twice, a cycle, a graph output nothing gives.
+TEST(Executor, BrokenGraphsFailNamingTheFault) {
+  TestBackend backend;
+  auto fails_with = [&](const ir::Model& m, const std::string& what) {
+    auto exec = Executor::create(m, backend);
+    ASSERT_FALSE(exec.has_value()) << what;
+    EXPECT_NE(exec.status().message().find(what), std::string::npos) << exec.status().message();
+  };
+  fails_with(model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"x"}, {"a"})}, {"a"}), "two producers");
+  fails_with(model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"a"}, {"x"})}, {"a"}), "two producers");
+  fails_with(model_with({node("Inc", {"b"}, {"a"}), node("Inc", {"a"}, {"b"})}, {"a"}), "cycle");
+  fails_with(model_with({node("Inc", {"x"}, {"a"})}, {"z"}), "'z' is produced by no node");
+}
+
 // A Constant node is no step: its value is made once, when the plan is, and every run reads
 // that one tensor (the test backend makes no Constant kernel: `created` counts the others).
 TEST(Executor, ConstantNodeValuesAreHeldLikeInitializers) {
