@@ -306,15 +306,17 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
 
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
-  // An only-mode sweep with reuse runs the FP32 model on every batch anyway (its base): the
-  // evaluator runs it on the first batch alone, for the shapes and costs the sweep plans with.
+  // An only-mode sweep with reuse runs the FP32 model on every batch anyway (its base), which
+  // gives the evaluator every FP32 output: it runs nothing itself.
   const bool base_is_float = mode == sens::Mode::kOnly && !o.no_reuse;
   PTQ_ASSIGN_OR_RETURN(sens::Evaluator ev,
                        sens::Evaluator::create(model, sweep_executors(engine, o.backend), eval,
                                                labels.empty() ? nullptr : &labels,
                                                {.metric = metric,
                                                 .threads = threads,
-                                                .reference_batches = base_is_float ? 1 : 0}));
+                                                .reference_batches = base_is_float
+                                                                         ? 0
+                                                                         : sens::Evaluator::Options::kAllBatches}));
   sens::SweepOptions so;
   so.mode = mode;
   so.plan = plan;

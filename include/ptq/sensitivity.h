@@ -76,12 +76,13 @@ class Evaluator {
   struct Options {
     Metric metric = Metric::kSqnr;
     int threads = 1;  // executor threads
-    // The batches create() runs the FP32 model on: the first ones, all when <= 0 or more than
-    // the eval set holds. A sweep whose base is the FP32 model (mode only, with reuse) runs it
-    // on every batch anyway and hands over the outputs of the rest (add_reference()), which
-    // saves a whole FP32 pass. Until every batch has its outputs, float_score() is unknown
-    // (NaN) and evaluate() fails.
-    int64_t reference_batches = 0;
+    // The batches create() runs the FP32 model on: the first ones (none: 0), all when
+    // kAllBatches or more than the eval set holds. A sweep whose base is the FP32 model (mode
+    // only, with reuse) runs it on every batch anyway and hands over the outputs of the rest
+    // (add_reference()), which saves a whole FP32 pass. Until every batch has its outputs,
+    // float_score() is unknown (NaN) and evaluate() fails.
+    static constexpr int64_t kAllBatches = -1;
+    int64_t reference_batches = kAllBatches;
   };
   // Runs `model` (float) over `eval` (bound to model's graph) on executors from `executors`.
   // `labels` (one per delivered sample, in delivery order) is used by top1 only; null:
@@ -232,13 +233,16 @@ struct SweepOptions {
   // Workers evaluating units concurrently: the units are dealt among them and each worker
   // runs its units' cuts merged into one graph on one executor (ev.threads() / parallel
   // threads each). 0: one worker per evaluator thread, as far as their activations fit in a
-  // quarter of the machine's memory (auto_parallel); for executors on a GPU, set 1 (each
-  // worker's executor would hold a device context of its own).
+  // quarter of the machine's memory (auto_parallel; with an evaluator that ran nothing, the
+  // base's first batch measures them); for executors on a GPU, set 1 (each worker's executor
+  // would hold a device context of its own).
   int parallel = 0;
   // With reuse and several workers: whether the base's run on the next batch overlaps this
   // batch's cuts (one worker runs it after fewer cuts) or runs alone between batches. kAuto
-  // overlaps when the evaluator's FP32 pass kept its threads less than 85 % busy (a pass that
-  // keeps them busy runs faster alone than beside the cuts). Scores never depend on it.
+  // overlaps when the evaluator's FP32 pass kept its threads less than 85 % busy or, with an
+  // evaluator that ran nothing, when the base's first batch ran kernels of under 0.5 ms on
+  // average (a pass that keeps its threads busy runs faster alone than beside the cuts).
+  // Scores never depend on it.
   enum class BaseOverlap { kAuto, kOff, kOn };
   BaseOverlap overlap = BaseOverlap::kAuto;
   // Called with (work items done, total) after each eval batch, a work item being one unit on

@@ -145,10 +145,12 @@ Expected<Evaluator> Evaluator::create(const ir::Model& model, ExecutorFactory ex
     }
     ev.labels_ = *labels;
   }
-  PTQ_ASSIGN_OR_RETURN(auto exec, ev.make_executor(model, options.threads));
   const int64_t batches = eval.num_batches();
-  const int64_t run = options.reference_batches > 0 ? std::min(options.reference_batches, batches) : batches;
+  const int64_t run = options.reference_batches >= 0 ? std::min(options.reference_batches, batches) : batches;
   ev.reference_.reserve(static_cast<size_t>(batches));  // add_reference() never moves them
+  ev.float_score_.value = std::numeric_limits<double>::quiet_NaN();
+  if (run == 0) return ev;
+  PTQ_ASSIGN_OR_RETURN(auto exec, ev.make_executor(model, options.threads));
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   for (int64_t b = 0; b < run; ++b) {
@@ -163,13 +165,13 @@ Expected<Evaluator> Evaluator::create(const ir::Model& model, ExecutorFactory ex
   ev.float_pass_batches_ = run;
   ev.float_pool_bytes_ = exec->last_run_stats().pool_bytes;
   ev.value_shapes_ = exec->value_shapes();
-  ev.float_score_.value = std::numeric_limits<double>::quiet_NaN();
   if (run == batches) PTQ_RETURN_IF_ERROR(ev.score_float());
   return ev;
 }
 
 Status Evaluator::add_reference(runtime::NamedTensors outputs) {
   if (has_all_references()) return runtime_error("every batch has its FP32 outputs already");
+  if (outputs.empty()) return invalid_input("the model has no outputs");
   reference_.push_back(std::move(outputs));
   return has_all_references() ? score_float() : Status::ok();
 }

@@ -4,6 +4,7 @@
 // per worker (merge.h), so a backend prepares one model per worker, not one per unit.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -437,14 +438,43 @@ std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o, boo
 // leaves its threads idle much of the time (a small transformer: an FP32 pass on two threads
 // keeps them 50-78 % busy); a pass that keeps them busy (ResNet-18: 96 %) costs less run
 // alone first, on every thread, than beside the cuts, which then slow it down by contending
-// for the cores and caches. Measured by the evaluator's FP32 pass over the eval set.
-bool overlap_base(const Evaluator& ev, int workers, SweepOptions::BaseOverlap overlap) {
-  constexpr double kBusyAtMost = 0.85;
+// for the cores and caches. `idle`: whether an FP32 run left its threads idle so.
+bool overlap_base(bool idle, int threads, int workers, SweepOptions::BaseOverlap overlap) {
   if (workers < 2 || overlap == SweepOptions::BaseOverlap::kOff) return false;
   if (overlap == SweepOptions::BaseOverlap::kOn) return true;
-  if (ev.threads() < 2 || ev.float_pass_seconds() <= 0.0) return false;
-  const double busy = ev.float_pass_cpu_seconds() / (ev.float_pass_seconds() * ev.threads());
-  return busy < kBusyAtMost;
+  return threads >= 2 && idle;
+}
+
+// Over the evaluator's whole FP32 pass: it kept its threads under 85 % busy (CPU time over wall
+// time and threads).
+bool idle_pass(const Evaluator& ev) {
+  constexpr double kBusyAtMost = 0.85;
+  if (ev.float_pass_seconds() <= 0.0) return false;
+  return ev.float_pass_cpu_seconds() / (ev.float_pass_seconds() * std::max(ev.threads(), 1)) < kBusyAtMost;
+}
+
+// Over one cold batch (the base's first, `seconds` long) the busy share swings with the first
+// run's costs (ResNet-18: 0.75-0.88, against 0.96 over a pass), so its kernels' mean duration
+// decides instead: under 0.5 ms, waking the threads and waiting for the slowest at each kernel
+// leaves them idle much of the time (the transformer at batch 16: ~20 us a kernel; ResNet-18:
+// ~7 ms).
+bool idle_batch(double seconds, const runtime::RunStats& stats) {
+  constexpr double kShortKernel = 0.5e-3;
+  return seconds / static_cast<double>(std::max<int64_t>(stats.steps - stats.fused, 1)) < kShortKernel;
+}
+
+// Workers for a sweep: SweepOptions::parallel, or as many as fit (auto_parallel()) given the
+// activation bytes of an FP32 run.
+int fitting_workers(int threads, int64_t pool_bytes, size_t jobs) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const int64_t budget = pages > 0 && page > 0 ? int64_t{pages} * page / 4 : 0;
+  const int64_t fit = budget / std::max<int64_t>(2 * pool_bytes, 1);
+  const int64_t most = std::min<int64_t>(threads, static_cast<int64_t>(jobs));
+  return static_cast<int>(std::clamp<int64_t>(fit, 1, std::max<int64_t>(most, 1)));
+}
+
+int workers(const SweepOptions& o, int threads, int64_t pool_bytes, size_t jobs) {
+  return o.parallel > 0 ? o.parallel : fitting_workers(threads, pool_bytes, jobs);
 }
 
 size_t group_count(size_t jobs, int workers) {
@@ -498,19 +528,43 @@ Expected<std::vector<Group>> deal(std::vector<Job>& jobs, const Evaluator& ev, i
 struct Start {
   Fed first;
   std::vector<Group> groups;
+  int parallel = 1;  // workers
 };
+
+// With an evaluator that has run nothing (only mode, the base being the FP32 model), the
+// base's first batch, run alone on every thread, gives the shapes, activation bytes and busy
+// share the workers are planned with; their executors are made after it.
+Expected<Start> start_from_base(std::vector<Job>& jobs, const Evaluator& ev, const SweepOptions& o,
+                                const BaseExec& base_run, const ir::Model& base) {
+  Start s;
+  const auto t0 = std::chrono::steady_clock::now();
+  PTQ_ASSIGN_OR_RETURN(s.first, feed(ev, base_run, 0));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const runtime::RunStats stats = base_run.exec->last_run_stats();
+  const auto shapes = base_run.exec->value_shapes();
+  const SeenShapes seen(shapes.begin(), shapes.end());
+  s.parallel = workers(o, ev.threads(), stats.pool_bytes, jobs.size());
+  const bool overlap = overlap_base(idle_batch(seconds, stats), ev.threads(), s.parallel, o.overlap);
+  const double base_cost = overlap ? estimated_cost(base, base.graph, seen) : 0.0;
+  PTQ_ASSIGN_OR_RETURN(s.groups, deal(jobs, ev, s.parallel, base_cost, base.graph, seen));
+  return s;
+}
 
 // The groups are dealt by the parts' costs from the shapes of the evaluator's FP32 run, and the
 // base's first run overlaps the making of their executors (neither keeps every core busy).
 // Where the evaluator's executors do not tell shapes, the base's first run shows them to an
 // observer (which keeps its fused kernels apart) and the groups are made after it.
-Expected<Start> start(std::vector<Job>& jobs, const Evaluator& ev, int parallel,
-                      const BaseExec& base_run, const ir::Model& base, bool overlap) {
+Expected<Start> start(std::vector<Job>& jobs, const Evaluator& ev, const SweepOptions& o,
+                      const BaseExec& base_run, const ir::Model& base) {
+  if (!ev.has_reference(0)) return start_from_base(jobs, ev, o, base_run, base);
+  const int parallel = workers(o, ev.threads(), ev.float_pool_bytes(), jobs.size());
+  const bool overlap = overlap_base(idle_pass(ev), ev.threads(), parallel, o.overlap);
   SeenShapes seen(ev.value_shapes().begin(), ev.value_shapes().end());
   auto base_cost = [&] {
     return base_run.exec != nullptr && overlap ? estimated_cost(base, base.graph, seen) : 0.0;
   };
   Start s;
+  s.parallel = parallel;
   if (seen.empty()) {
     ShapeRecorder recorder;
     runtime::Observer* observers[] = {&recorder};
@@ -549,11 +603,7 @@ std::vector<LayerResult> layer_results(const planner::Plan& plan, const std::vec
 }  // namespace
 
 int auto_parallel(const Evaluator& ev, size_t jobs) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const int64_t budget = pages > 0 && page > 0 ? int64_t{pages} * page / 4 : 0;
-  const int64_t fit = budget / std::max<int64_t>(2 * ev.float_pool_bytes(), 1);
-  const int64_t most = std::min<int64_t>(ev.threads(), static_cast<int64_t>(jobs));
-  return static_cast<int>(std::clamp<int64_t>(fit, 1, std::max<int64_t>(most, 1)));
+  return fitting_workers(ev.threads(), ev.float_pool_bytes(), jobs);
 }
 
 Expected<ir::Model> partial_model(const ir::Model& model, const calib::CalibrationTable& table,
@@ -597,11 +647,10 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
   const Maker maker{borrowed, planner, weights, folder};
   const bool base_scores_quantized = o.reuse && o.mode == Mode::kAllBut;
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
-  const int parallel = o.parallel > 0 ? o.parallel : auto_parallel(ev, jobs.size());
   // The base and the variants are made independently of each other: all threads make them
   // (the base first), then cut each variant against the base. A variant a rewiring away from
   // the base (all-but) or the fully quantized model (only) is made from it then (rewire.h).
-  const int makers = std::max(parallel, ev.threads());
+  const int makers = std::max(o.parallel, ev.threads());
   const FullPlan full{o.mode, plan};
   Expected<std::optional<ir::Model>> own_base = std::optional<ir::Model>();
   parallel_for(jobs.size() + 1, makers, [&](size_t i) {
@@ -628,9 +677,9 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
   }
   const BaseExec base_run{base_exec.get(), tapped ? &tapped->graph : nullptr,
                           base.graph.outputs.size()};
-  PTQ_ASSIGN_OR_RETURN(Start started, start(jobs, ev, parallel, base_run, base,
-                                             overlap_base(ev, parallel, o.overlap)));
+  PTQ_ASSIGN_OR_RETURN(Start started, start(jobs, ev, o, base_run, base));
   std::vector<Group>& groups = started.groups;
+  const int parallel = started.parallel;
 
   Evaluator::Tally quantized_tally;
   const int64_t units = static_cast<int64_t>(plan.units.size());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "ptq/calibration.h"
@@ -144,21 +145,24 @@ TEST_F(SweepTest, BaseOverlapNeverChangesScores) {
   }
 }
 
-// An evaluator that ran the FP32 model on the first batch alone gets the rest of its reference
-// from an only-mode sweep's base (the FP32 model, run on every batch anyway): bit for bit the
-// outputs a full evaluator holds, so every score is the same. Until then it cannot evaluate,
-// and an all-but sweep (whose base is the quantized model) cannot complete it.
+// An evaluator that ran the FP32 model on the first batch alone, or on none, gets the rest of
+// its reference from an only-mode sweep's base (the FP32 model, run on every batch anyway):
+// bit for bit the outputs a full evaluator holds, so every score is the same (with one worker
+// and with two, the base overlapping the cuts). Until then it cannot evaluate, and an all-but
+// sweep (whose base is the quantized model) cannot complete it.
 TEST_F(SweepTest, OnlySweepCompletesAPartialReference) {
   using Overlap = SweepOptions::BaseOverlap;
   Evaluator full = evaluator(Metric::kSqnr, 2);
   ASSERT_EQ(full.num_batches(), 3);
   EXPECT_EQ(full.float_pass_batches(), 3);
-  for (auto [workers, overlap] : {std::pair{1, Overlap::kOff}, std::pair{2, Overlap::kOn}}) {
+  for (auto [workers, overlap, first] :
+       {std::tuple{1, Overlap::kOff, 1}, std::tuple{2, Overlap::kOn, 1}, std::tuple{1, Overlap::kOff, 0},
+        std::tuple{2, Overlap::kOn, 0}, std::tuple{0, Overlap::kAuto, 0}}) {
     auto partial = Evaluator::create(model_, *backend_, *data_, nullptr,
-                                     {.metric = Metric::kSqnr, .threads = 2, .reference_batches = 1});
+                                     {.metric = Metric::kSqnr, .threads = 2, .reference_batches = first});
     ASSERT_TRUE(partial) << partial.status().message();
-    EXPECT_EQ(partial->float_pass_batches(), 1);
-    EXPECT_TRUE(partial->has_reference(0));
+    EXPECT_EQ(partial->float_pass_batches(), first);
+    EXPECT_EQ(partial->has_reference(0), first == 1);
     EXPECT_FALSE(partial->has_reference(1));
     EXPECT_TRUE(std::isnan(partial->float_score().value));
     EXPECT_FALSE(partial->evaluate(model_));
