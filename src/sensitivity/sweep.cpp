@@ -648,14 +648,15 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
   const bool base_scores_quantized = o.reuse && o.mode == Mode::kAllBut;
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
   // The base and the variants are made independently of each other: all threads make them
-  // (the base first), then cut each variant against the base. A variant a rewiring away from
-  // the base (all-but) or the fully quantized model (only) is made from it then (rewire.h).
+  // (the base and the fully quantized model, the last job, first: they take longest), then
+  // cut each variant against the base. A variant a rewiring away from the base (all-but) or
+  // the fully quantized model (only) is made from it then (rewire.h).
   const int makers = std::max(o.parallel, ev.threads());
   const FullPlan full{o.mode, plan};
   Expected<std::optional<ir::Model>> own_base = std::optional<ir::Model>();
   parallel_for(jobs.size() + 1, makers, [&](size_t i) {
     if (i == 0) own_base = cut_base(maker, plan, o);
-    else jobs[i - 1].status = make_variant(jobs[i - 1], maker, o.reuse ? &full : nullptr);
+    else jobs[jobs.size() - i].status = make_variant(jobs[jobs.size() - i], maker, o.reuse ? &full : nullptr);
   });
   if (!own_base) return own_base.status();
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
