@@ -44,6 +44,7 @@ PYEOF
     ips=$(OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} "$build/bench/runtime_bench" "$onnx" \
       "$work/eval.npy" 16 1 2 | sed -n 's/^images_per_s=\([0-9.]*\).*/\1/p')
     for mode in $modes; do
+     : > "$work/reps.txt"
      for rep in $(seq "${REPEAT:-1}"); do
       pass="$work/r.json"
       if [ "$mode" = only ]; then
@@ -55,7 +56,7 @@ PYEOF
       "$ptq" sensitivity "$onnx" --cache "$work/$model.cache.json" --eval "$work/eval.npy" \
         --batch 16 --metric sqnr --mode "$mode" -o "$work/r.json" --quiet
       t1=$(now)
-      line=$($PY - "$work/r.json" "$model" "$n" "$mode" "$t0" "$t1" "$ips" "$pass" <<'PYEOF'
+      line=$($PY - "$work/r.json" "$model" "$n" "$mode" "$t0" "$t1" "$ips" "$pass" "$work/reps.txt" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 p = json.load(open(sys.argv[8]))
@@ -65,9 +66,11 @@ warm = int(sys.argv[3]) / float(sys.argv[7])  # the warm 1-thread FP32 pass, sec
 wall = float(sys.argv[6]) - float(sys.argv[5])
 naive = units * full
 cpu = r['sweep_cpu_seconds'] / (units * p['float_pass_cpu_seconds'])
-print(f"{sys.argv[2]:<12} n={sys.argv[3]:<4} {sys.argv[4]:<8} units={units:<3} full_pass={full:7.2f}s "
-      f"naive={naive:8.2f}s sweep={sweep:7.2f}s (process {wall:6.1f}s) ratio={sweep / naive:.2f} "
-      f"cpu_ratio={cpu:.2f} warm_1t_pass={warm:.3f}s warm_1t_ratio={sweep / (units * warm):.2f}")
+with open(sys.argv[9], 'a') as f:
+    f.write(f"{sweep} {naive} {r['sweep_cpu_seconds']} {units * p['float_pass_cpu_seconds']}\n")
+print(f"{sys.argv[2]:<12} n={sys.argv[3]:<4} {sys.argv[4]:<8} units={units:<3} full_pass={full * 1e3:8.1f}ms "
+      f"naive={naive * 1e3:9.1f}ms sweep={sweep * 1e3:9.1f}ms (process {wall:6.1f}s) ratio={sweep / naive:.2f} "
+      f"cpu_ratio={cpu:.2f} warm_1t_pass={warm * 1e3:.1f}ms warm_1t_ratio={sweep / (units * warm):.2f}")
 PYEOF
 )
       if [ "$naive" = "--naive" ]; then
@@ -86,6 +89,17 @@ PYEOF
       fi
       echo "$line"
      done
+     # With REPEAT > 1: medians over the runs, whose ratio moves less than any one run's (the
+     # FP32 pass that sets the naive cost is a few milliseconds for the transformer).
+     if [ "${REPEAT:-1}" -gt 1 ]; then
+       $PY - "$work/reps.txt" "$model" "$n" "$mode" <<'PYEOF'
+import statistics, sys
+rows = [[float(x) for x in line.split()] for line in open(sys.argv[1])]
+sweep, naive, cpu_sweep, cpu_naive = (statistics.median(c) for c in zip(*rows))
+print(f"{sys.argv[2]:<12} n={sys.argv[3]:<4} {sys.argv[4]:<8} median of {len(rows)}: sweep={sweep * 1e3:.1f}ms "
+      f"naive={naive * 1e3:.1f}ms ratio={sweep / naive:.2f} cpu_ratio={cpu_sweep / cpu_naive:.2f}")
+PYEOF
+     fi
     done
   done
 done
