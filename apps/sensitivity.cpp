@@ -128,9 +128,9 @@ void print_table(const sens::SweepResult& r, sens::Metric metric) {
 
 // Wall times: the sweep (FP32 reference, fully quantized model and every unit) and the
 // evaluator's FP32 run in it over `float_pass_batches` of the eval set's `batches` (all of
-// them: one full pass, the unit of the naive cost, units x full passes; an only-mode sweep with
-// reuse takes the rest from its base's runs); the same as process CPU time (all threads),
-// steadier on a shared machine.
+// them: one full pass, the unit of the naive cost, units x full passes; none in an only-mode
+// sweep with reuse, whose base's runs give the FP32 outputs); the same as process CPU time (all
+// threads), steadier on a shared machine.
 struct Timing {
   double sweep = 0.0;
   double float_pass = 0.0;

@@ -532,8 +532,8 @@ struct Start {
 };
 
 // With an evaluator that has run nothing (only mode, the base being the FP32 model), the
-// base's first batch, run alone on every thread, gives the shapes, activation bytes and busy
-// share the workers are planned with; their executors are made after it.
+// base's first batch, run alone on every thread, gives the shapes, activation bytes and kernel
+// times the workers are planned with; their executors are made after it.
 Expected<Start> start_from_base(std::vector<Job>& jobs, const Evaluator& ev, const SweepOptions& o,
                                 const BaseExec& base_run, const ir::Model& base) {
   Start s;
