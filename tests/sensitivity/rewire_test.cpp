@@ -205,10 +205,11 @@ ir::Model shape_model() {
 // variant the rewiring makes, in both modes, for every unit.
 TEST(Rewire, CutOfARewiringIsTheCutOfItsVariant) {
   auto backend = runtime::make_cpu_backend();
-  ConstantFolder folder([&](const ir::Model& part, int threads) {
-    return runtime::Executor::create(part, *backend, {.threads = threads});
-  });
   for (const ir::Model& m : {outlier_model(), shape_model()}) {
+    // A folder per model: it remembers the tensors it folded, which die with the model.
+    ConstantFolder folder([&](const ir::Model& part, int threads) {
+      return runtime::Executor::create(part, *backend, {.threads = threads});
+    });
     const auto table = table_for(m);
     const planner::Plan full = plan_skipping(m, table, {});
     ir::Model quantized = m;
