@@ -40,23 +40,30 @@ class Values {
     return i < 0 ? nullptr : initializer_[static_cast<size_t>(i)];
   }
   int64_t producer(size_t id) const { return producer_[id]; }
-  // The nodes in file order when that is a topological order (apply() and the folder keep a
-  // sorted model so), else empty: ir::topological_order() then sorts them or names the fault.
-  std::vector<size_t> file_order(const ir::Graph& g) const {
-    if (clash_) return {};
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      for (const std::string& in : g.nodes[n].inputs) {
-        if (in.empty()) continue;
-        const int64_t i = id(in);
-        if (i < 0 || producer_[static_cast<size_t>(i)] >= static_cast<int64_t>(n)) return {};
-      }
-    }
+  // The nodes of `g` (the graph numbered) in a topological order: the file order when it is
+  // one (apply() and the folder keep a sorted model so), else ir::topological_order()'s, which
+  // also names the fault of a broken graph.
+  Expected<std::vector<size_t>> node_order(const ir::Graph& g) const {
+    if (!sorted(g)) return ir::topological_order(g);
     std::vector<size_t> order(g.nodes.size());
     std::iota(order.begin(), order.end(), size_t{0});
     return order;
   }
 
  private:
+  // Whether every node reads only values given before it, each value given once.
+  bool sorted(const ir::Graph& g) const {
+    if (clash_) return false;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      for (const std::string& in : g.nodes[n].inputs) {
+        if (in.empty()) continue;
+        const int64_t i = id(in);
+        if (i < 0 || producer_[static_cast<size_t>(i)] >= static_cast<int64_t>(n)) return false;
+      }
+    }
+    return true;
+  }
+
   void add(std::string_view name, const ir::Tensor* init, int64_t node) {
     if (name.empty()) return;
     auto [it, fresh] = ids_.emplace(name, initializer_.size());
@@ -164,15 +171,12 @@ void add_shape_producers(const ir::Graph& g, const Values& values, const ValueFl
 // its shape values: what cut(Rewiring) walks instead of the names.
 struct BaseNumbers {
   explicit BaseNumbers(const ir::Graph& g) : values(g) {
-    order = values.file_order(g);
-    if (order.empty() && !g.nodes.empty()) {
-      Expected<std::vector<size_t>> sorted = ir::topological_order(g);
-      if (!sorted) {
-        fault = sorted.status();
-        return;
-      }
-      order = std::move(*sorted);
+    Expected<std::vector<size_t>> sorted = values.node_order(g);
+    if (!sorted) {
+      fault = sorted.status();
+      return;
     }
+    order = std::move(*sorted);
     statics = shape_values(g, values, order).on;
     auto ids = [&](const std::vector<std::string>& names) {
       std::vector<int64_t> out;
@@ -213,10 +217,7 @@ Expected<Cut> CutMaker::cut(const ir::Model& variant) const {
   const ir::GraphIndex& base_index = index_->producers;
   const InitializerMap& base_inits = index_->initializers;
   const Values values(variant.graph);
-  std::vector<size_t> order = values.file_order(variant.graph);
-  if (order.empty() && !variant.graph.nodes.empty()) {
-    PTQ_ASSIGN_OR_RETURN(order, ir::topological_order(variant.graph));
-  }
+  PTQ_ASSIGN_OR_RETURN(const std::vector<size_t> order, values.node_order(variant.graph));
 
   ValueFlags changed{values};  // values that differ from the base's
   std::vector<bool> in_cut(variant.graph.nodes.size(), false);
