@@ -38,6 +38,11 @@ namespace {
 
 constexpr int64_t kRows = 14;        // output positions a tile (28 accumulators)
 constexpr int64_t kPanel = kGemmNR;  // output channels a tile: pack_b's panel width
+// Weight rows a tile prefetches ahead (2 KiB). A task's first tile reads its panel from
+// memory (ResNet-18's layer 4 at batch 1: 590 KB a panel, 9.4 MB a conv, read once a pass): the
+// hardware prefetcher stops at every 4 KiB page, the tile then waits on memory. 8, 16 and 32
+// measured alike; ResNet-18 at batch 1 8-10 % faster a pass (docs/PERF.md, session 19).
+constexpr int64_t kAhead = 16;
 
 // Fraction of the multiply-adds that compute outputs: `used` of whole panels.
 double panel_use(int64_t used, int64_t panel) {
@@ -197,6 +202,8 @@ void tile(const Job& j, const Tile& t, const ConvEpilogue& e) {
   for (int64_t q = 0; q < j.k; ++q, panel += kPanel) {
     const float* a = j.src + j.taps[q] + t.src[0];
     const float* b = j.src + j.taps[q] + t.src[1] - R1;  // b[R1]: the second run's first
+    _mm_prefetch(reinterpret_cast<const char*>(panel + kAhead * kPanel), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(panel + kAhead * kPanel + 16), _MM_HINT_T0);
     const __m512 b0 = _mm512_loadu_ps(panel), b1 = _mm512_loadu_ps(panel + 16);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {

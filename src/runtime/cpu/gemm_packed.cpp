@@ -26,6 +26,9 @@ constexpr int64_t MR = kGemmMR, NR = kGemmNR;
 constexpr int64_t kKc = 256;
 // Columns per outer block: the B block (kKc x kNc floats, 512 KiB) stays in L2.
 constexpr int64_t kNc = 512;
+// A rows the micro-kernel prefetches ahead when its A micro-panel is not in cache yet (the
+// first column panel of a block reads the weights from memory; the later ones find them in L1).
+constexpr int64_t kAheadA = 16;
 
 // One call of the micro-kernel: C tile (R x cols, cols <= NR) = (first ? 0 : C) + A * B over
 // kc, then the epilogue when `last`.
@@ -42,6 +45,7 @@ struct Tile {
   Activation act;
   float lo, hi;
   bool stream;  // GemmEpilogue::stream
+  bool cold_a;  // the block's first column panel: A is read from memory, prefetched ahead
 };
 
 #if defined(__AVX512F__)
@@ -98,6 +102,7 @@ void micro_rows(const Tile& t, const Rows& rows) {
   }
   const float* a = t.a;
   for (int64_t q = 0; q < t.kc; ++q, a += MR) {
+    if (t.cold_a) _mm_prefetch(reinterpret_cast<const char*>(a + kAheadA * MR), _MM_HINT_T0);
     __m512 b0, b1;
     rows.load(q, b0, b1);
 #pragma GCC unroll 16
@@ -353,7 +358,8 @@ Tile tile_at(const float* pa, const float* pb, float* c, int64_t ldc, const Gemm
               e.act,
               e.lo,
               e.hi,
-              e.stream};
+              e.stream,
+              j0 % kNc == 0};
 }
 
 // C = the epilogue of an empty sum (k = 0).
