@@ -42,7 +42,12 @@ constexpr int64_t kPanel = kGemmNR;  // output channels a tile: pack_b's panel w
 // memory (ResNet-18's layer 4 at batch 1: 590 KB a panel, 9.4 MB a conv, read once a pass): the
 // hardware prefetcher stops at every 4 KiB page, the tile then waits on memory. 8, 16 and 32
 // measured alike; ResNet-18 at batch 1 8-10 % faster a pass (docs/PERF.md, session 19).
-constexpr int64_t kAhead = 16;
+constexpr int64_t kWeightAhead = 16;
+// Taps a tile prefetches its input rows ahead. A 1x1 conv reads each of its K input planes
+// (a plane apart) once a tile; after a depthwise conv on two threads half of those planes sit in
+// the other core's cache, and each tap waited on them. MobileNetV2 at batch 1 on two threads:
+// 259 -> 285 img/s (4 ahead 266, 8 278, 16 and 32 alike; docs/PERF.md, session 19).
+constexpr int64_t kInputAhead = 16;
 
 // Fraction of the multiply-adds that compute outputs: `used` of whole panels.
 double panel_use(int64_t used, int64_t panel) {
@@ -191,6 +196,12 @@ inline void finish_lanes(const Job& j, int64_t ch, __m512 v, __mmask16 m, int64_
                 j.res != nullptr ? j.res + o : nullptr, e.act, lo, hi, j.y + o);
 }
 
+// The first and last cache line of a run of n floats at p.
+inline void prefetch_taps(const float* p, int n) {
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + n - 1), _MM_HINT_T0);
+}
+
 // One tile of R1 + R2 positions (runs of R1 and R2) by the panel's channels.
 template <int R1, int R2>
 void tile(const Job& j, const Tile& t, const ConvEpilogue& e) {
@@ -202,8 +213,11 @@ void tile(const Job& j, const Tile& t, const ConvEpilogue& e) {
   for (int64_t q = 0; q < j.k; ++q, panel += kPanel) {
     const float* a = j.src + j.taps[q] + t.src[0];
     const float* b = j.src + j.taps[q] + t.src[1] - R1;  // b[R1]: the second run's first
-    _mm_prefetch(reinterpret_cast<const char*>(panel + kAhead * kPanel), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(panel + kAhead * kPanel + 16), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(panel + kWeightAhead * kPanel), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(panel + kWeightAhead * kPanel + 16), _MM_HINT_T0);
+    const int64_t ahead = j.taps[std::min(q + kInputAhead, j.k - 1)] - j.taps[q];
+    prefetch_taps(a + ahead, R1);
+    if (R2 > 0) prefetch_taps(b + R1 + ahead, R2);
     const __m512 b0 = _mm512_loadu_ps(panel), b1 = _mm512_loadu_ps(panel + 16);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
