@@ -1,9 +1,10 @@
 // Convolution kernel calls timed alone (docs/PERF.md, CPU runtime), with Clip(0, 6) fused as in
 // MobileNetV2, on random inputs (fixed seed), by the kernel the CPU Conv kernel picks for the
 // shape (conv_lanes where it applies, else conv_fast; not Winograd), weights packed ahead.
-//   conv_bench conv N C M H K S THREADS REPS
-//       a KxK conv, stride S, "same" pads, C -> M channels at HxH, batch N; the input is written
-//       once, so at a large batch it is read from memory as the first op of a pass reads it
+//   conv_bench conv N C M H K S THREADS REPS [GROUPS]
+//       a KxK conv, stride S, "same" pads, C -> M channels at HxH, batch N, in GROUPS groups
+//       (default 1; C = M = GROUPS: depthwise); the input is written once, so at a large batch
+//       it is read from memory as the first op of a pass reads it
 //   conv_bench block E H THREADS REPS [shared|private]
 //       MobileNetV2's inverted residual at HxH: 1x1 64 -> E, depthwise 3x3 E, 1x1 E -> 64, in a
 //       loop, at batch 1; prints the mean time of each of the first two. `private`: the last
@@ -80,9 +81,9 @@ double micros(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-int one_conv(char** a) {
-  const Conv conv(params(std::atol(a[0]), std::atol(a[1]), std::atol(a[2]), 1, std::atol(a[3]),
-                         std::atol(a[4]), std::atol(a[5])),
+int one_conv(char** a, int64_t groups) {
+  const Conv conv(params(std::atol(a[0]), std::atol(a[1]), std::atol(a[2]), groups,
+                         std::atol(a[3]), std::atol(a[4]), std::atol(a[5])),
                   1);
   const int threads = std::atoi(a[6]), reps = std::atoi(a[7]);
   const ConvParams& p = conv.p;
@@ -124,12 +125,14 @@ int block(char** a, bool shared) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "conv" && argc == 10) return one_conv(argv + 2);
+  if (mode == "conv" && (argc == 10 || argc == 11)) {
+    return one_conv(argv + 2, argc == 11 ? std::atol(argv[10]) : 1);
+  }
   if (mode == "block" && (argc == 6 || argc == 7)) {
     return block(argv + 2, argc == 6 || std::string(argv[6]) != "private");
   }
   std::fprintf(stderr,
-               "usage: conv_bench conv N C M H K S THREADS REPS\n"
+               "usage: conv_bench conv N C M H K S THREADS REPS [GROUPS]\n"
                "       conv_bench block E H THREADS REPS [shared|private]\n");
   return 2;
 }

@@ -60,14 +60,17 @@ struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
 };
 
 // Row q at b + off[q] (gemm_shifted). With kFar (rows a plane apart: a 1x1 conv's input read
-// in place) each load also prefetches its row four panels on: the panels of a block are read in
+// in place) each load also prefetches its row a panel on: the panels of a block are read in
 // column order, each touching every row, and with 24 to 256 rows far apart the hardware
 // prefetcher does not follow them all, so rows not in cache (batch 32: inputs of 25-77 MB) were
 // read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from memory: 16.6 ->
-// 6.5 ms (docs/PERF.md). Rows of a padded copy (a larger kernel's taps) are in cache and read as they are.
+// 6.5 ms (docs/PERF.md). Four panels on (up to 128 KiB of rows before their use, more than L1)
+// measured the same at batch 32 and 3 % slower for MobileNetV2 at batch 1 on two threads,
+// where half of each row comes from the other core. Rows of a padded copy (a larger kernel's
+// taps) are in cache and read as they are.
 template <bool kFar>
 struct ShiftedRows {
-  static constexpr int64_t kAhead = 4 * NR;  // floats: four panels on, two cache lines
+  static constexpr int64_t kAhead = NR;  // floats: a panel on, two cache lines
   const float* b;
   const int64_t* off;
   void load(int64_t q, __m512& b0, __m512& b1) const {
