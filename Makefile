@@ -26,7 +26,7 @@ CMAKE_ARGS ?=
 # Ninja when installed (install-deps.sh installs it): it schedules the 2-core CI build better.
 GENERATOR  ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: deps build demo test test-asan fuzz-smoke bench testdata clean
+.PHONY: deps build demo test test-asan fuzz-smoke bench bench-zoo zoo testdata clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -59,6 +59,14 @@ fuzz-smoke: deps
 
 bench: build testdata
 	@bash bench/run.sh $(BUILD)
+
+# The model zoo (scripts/export_zoo.py) is part of the test data: `make zoo` exports only what
+# is missing or stale. `make bench-zoo` measures every zoo model against ONNX Runtime and
+# rewrites the generated table in docs/PERF.md.
+zoo: testdata
+
+bench-zoo: build testdata
+	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/zoo.py $(BUILD) --perf-md docs/PERF.md
 
 clean:
 	rm -rf build build-asan $(FUZZ_BUILD)

@@ -5,6 +5,7 @@
 #   DIR/models/<name>.samples.npy                         8 float32 samples each
 #   DIR/models/resnet18.calib.npy                         32 float32 samples
 #   DIR/onnx-backend/node/test_*/                         ONNX's own backend node test data
+#   DIR/zoo/                                              the model zoo (scripts/export_zoo.py)
 # Idempotent: each item has a stamp DIR/.stamps/<item> holding a version string (this script's
 # VERSION, the generator's checksum, the versions of torch/torchvision/onnx/numpy). An item whose
 # stamp matches and whose files exist is skipped, so a second call is a fast no-op; changing the
@@ -73,3 +74,8 @@ item transformer "$here/export_models.py" \
 item onnx-backend "$here/gen_backend_data.py" \
   "onnx-backend/node/test_conv_with_strides_padding/model.onnx" \
   "$PY" "$here/gen_backend_data.py" "$dir/onnx-backend"
+mkdir -p "$dir/zoo"
+for model in $("$PY" "$here/export_zoo.py" --list); do
+  item "zoo-$model" "$here/export_zoo.py" "zoo/$model.onnx zoo/$model.json" \
+    "$PY" "$here/export_zoo.py" "$dir/zoo" "$model"
+done

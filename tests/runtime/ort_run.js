@@ -12,47 +12,7 @@ const path = require('path');
 const root = path.resolve(__dirname, '..', '..');
 const ort = require(path.join(root, 'third_party', 'ort', 'node_modules', 'onnxruntime-node'));
 
-const DTYPES = {
-  '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<i8': ['int64', BigInt64Array],
-  '<i4': ['int32', Int32Array], '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array],
-  '|b1': ['bool', Uint8Array],
-};
-
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not an .npy file`);
-  const major = buf[6];
-  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const start = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', start, start + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  if (/'fortran_order':\s*True/.test(header)) throw new Error(`${file}: Fortran order`);
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim())
-      .filter((s) => s.length).map(Number);
-  const [type, Arr] = DTYPES[descr] || [];
-  if (!type) throw new Error(`${file}: unsupported dtype ${descr}`);
-  const off = start + hlen;
-  const bytes = buf.buffer.slice(buf.byteOffset + off, buf.byteOffset + buf.length);
-  return {type, shape, data: new Arr(bytes)};
-}
-
-function writeNpy(file, tensor) {
-  const descr = Object.keys(DTYPES).find((k) => DTYPES[k][0] === tensor.type);
-  if (!descr) throw new Error(`output type ${tensor.type} not supported`);
-  const shape = tensor.dims.length === 1 ? `(${tensor.dims[0]},)` : `(${tensor.dims.join(', ')})`;
-  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
-  const pad = 64 - ((10 + header.length + 1) % 64);
-  header += ' '.repeat(pad % 64) + '\n';
-  const head = Buffer.alloc(10);
-  head.write('\x93NUMPY', 0, 'latin1');
-  head[6] = 1;
-  head[7] = 0;
-  head.writeUInt16LE(header.length, 8);
-  const data = Buffer.from(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength);
-  const tmp = `${file}.tmp`;
-  fs.writeFileSync(tmp, Buffer.concat([head, Buffer.from(header, 'latin1'), data]));
-  fs.renameSync(tmp, file);
-}
+const {readNpy, writeNpy} = require(path.join(root, 'tests', 'common', 'npy.js'));
 
 // The first `count` samples of `arr` (cycling) as one batch tensor.
 function batchOf(arr, count) {
@@ -84,7 +44,10 @@ async function run(model, input, count, outdir, threads) {
   const feeds = {[s.inputNames[0]]: batchOf(readNpy(input), count)};
   const results = await s.run(feeds);
   fs.mkdirSync(outdir, {recursive: true});
-  for (const name of s.outputNames) writeNpy(path.join(outdir, `${name}.npy`), results[name]);
+  for (const name of s.outputNames) {
+    const t = results[name];
+    writeNpy(path.join(outdir, `${name}.npy`), t.type, t.dims, [t.data]);
+  }
 }
 
 async function bench(model, input, batch, threads, seconds) {
