@@ -26,7 +26,7 @@ CMAKE_ARGS ?=
 # Ninja when installed (install-deps.sh installs it): it schedules the 2-core CI build better.
 GENERATOR  ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: deps build demo test test-asan fuzz-smoke bench bench-zoo zoo testdata clean
+.PHONY: deps build demo test test-asan fuzz-smoke bench bench-zoo accuracy-zoo zoo testdata clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -67,6 +67,10 @@ zoo: testdata
 
 bench-zoo: build testdata
 	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/zoo.py $(BUILD) --perf-md docs/PERF.md
+
+# Every calibration method on every zoo model: INT8 SQNR against FP32 (docs/PERF.md).
+accuracy-zoo: build testdata
+	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/accuracy.py $(BUILD) --perf-md docs/PERF.md
 
 clean:
 	rm -rf build build-asan $(FUZZ_BUILD)
