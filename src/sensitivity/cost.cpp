@@ -1,10 +1,10 @@
 #include "cost.h"
 
-#include "ptq/ir/op_traits.h"
-
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
+
+#include "ptq/ir/op_traits.h"
 
 namespace ptq::sensitivity {
 

@@ -1,9 +1,10 @@
 // ir::op_traits: the op facts the planner, the report and the sweep's cost model share, on
 // nodes built in code.
+#include "ptq/ir/op_traits.h"
+
 #include <gtest/gtest.h>
 
 #include "ptq/ir/builders.h"
-#include "ptq/ir/op_traits.h"
 
 using namespace ptq::ir;
 
@@ -67,7 +68,7 @@ TEST(OpTraits, ChannelAxisPerWeightedOp) {
   EXPECT_EQ(weight_channel_axis(gemm(false), 2), 1);  // B [K, N]: channels are columns
   EXPECT_EQ(weight_channel_axis(op("Gemm"), 2), 1);   // transB defaults to 0
   EXPECT_EQ(weight_channel_axis(op("MatMul", {"a", "b"}), 2), 1);
-  EXPECT_EQ(weight_channel_axis(op("MatMul", {"a", "b"}), 3), 2);  // the last axis
+  EXPECT_EQ(weight_channel_axis(op("MatMul", {"a", "b"}), 3), 2);   // the last axis
   EXPECT_EQ(weight_channel_axis(op("MatMul", {"a", "b"}), 1), -1);  // a vector: per-tensor
 }
 

@@ -42,8 +42,8 @@ bool is_convolution(const Node& node);
 // ConvTranspose 1, Gemm transB ? 0 : 1, MatMul the last axis. -1 (per-tensor) for a MatMul
 // weight of rank < 2 and for nodes that are not weighted ops.
 int64_t weight_channel_axis(const Node& node, int64_t weight_rank);
-// Input channels read by each output, times the groups (Conv w[1]·group, ConvTranspose w[0];
-// Gemm and MatMul the reduced dim K), from the weight's shape. -1 when the rank is too small
+// The op's input channels (Conv w[1]·group, ConvTranspose w[0]; Gemm and MatMul the reduced
+// dim K), from the weight's shape. -1 when the rank is too small
 // (a convolution's weight below rank 3, a matrix below rank 2) or the node is not weighted.
 int64_t input_channels(const Node& node, const Shape& weight);
 // Output channels, the length of a per-channel bias (Conv w[0], ConvTranspose w[1]·group, Gemm
