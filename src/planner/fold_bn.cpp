@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ptq/ir/op_traits.h"
 #include "ptq/ir/owned_copy.h"
 #include "rewrite.h"
 
@@ -89,11 +90,19 @@ Status fold_batchnorms(ir::Graph& graph, const Plan& plan, NameSet& names, std::
   for (const BnFold& f : plan.folds) {
     ir::Node& conv = graph.nodes[f.conv];
     const ir::Node& bn = graph.nodes[f.bn];
-    const ir::Tensor* w = find_constant(graph, conv.input(1));
-    const ir::Tensor* b = conv.input(2).empty() ? nullptr : find_constant(graph, conv.input(2));
+    const ir::WeightedOp* op = ir::weighted_op(conv);
+    if (!ir::is_convolution(conv) || op->bias_slot < 0) {
+      return invalid_input("cannot fold {} into {}: not a convolution", bn.label(), conv.label());
+    }
+    const size_t wslot = op->weight_slot;
+    const size_t bslot = static_cast<size_t>(op->bias_slot);
+    const std::string wname = conv.input(wslot);
+    const std::string bname = conv.input(bslot);
+    const ir::Tensor* w = find_constant(graph, wname);
+    const ir::Tensor* b = bname.empty() ? nullptr : find_constant(graph, bname);
     std::vector<const ir::Tensor*> params;
     for (size_t i = 1; i < 5; ++i) params.push_back(find_constant(graph, bn.input(i)));
-    if (!w || (!conv.input(2).empty() && !b) ||
+    if (!w || (!bname.empty() && !b) ||
         std::find(params.begin(), params.end(), nullptr) != params.end()) {
       return invalid_input("cannot fold {} into {}: a parameter is not constant", bn.label(),
                            conv.label());
@@ -102,17 +111,15 @@ Status fold_batchnorms(ir::Graph& graph, const Plan& plan, NameSet& names, std::
     ir::Tensor bias = b ? ir::owned_copy(*b) : ir::Tensor();
     PTQ_RETURN_IF_ERROR(fold_batchnorm_into(weight, bias, *params[0], *params[1], *params[2],
                                             *params[3], bn.attr_float("epsilon", 1e-5f),
-                                            conv.op_type == "ConvTranspose",
+                                            op->layout == ir::WeightLayout::kConvTransposed,
                                             conv.attr_int("group", 1)));
-    const std::string wname = conv.input(1);
-    const std::string bname = conv.input(2);
     const std::string new_w =
         store(graph, wname, wname + "_folded", std::move(weight), names, dead, replaced);
     const std::string new_b = store(graph, bname, (bname.empty() ? wname : bname) + "_folded",
                                     std::move(bias), names, dead, replaced);
-    conv.inputs.resize(3);
-    conv.inputs[1] = new_w;
-    conv.inputs[2] = new_b;
+    conv.inputs.resize(std::max(conv.inputs.size(), bslot + 1));
+    conv.inputs[wslot] = new_w;
+    conv.inputs[bslot] = new_b;
     gone_values.push_back(conv.outputs[0]);
     conv.outputs[0] = bn.outputs[0];
     dead[f.bn] = true;

@@ -95,41 +95,10 @@ std::optional<std::vector<ir::Dim>> GraphView::dims(std::string_view name) const
   return v->type.dims;
 }
 
-bool is_data_movement(const ir::Node& node) {
-  if (op_in(node, {"Resize", "Upsample"})) return node.attr_string("mode", "nearest") == "nearest";
-  return op_in(node, {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Slice",
-                      "Gather", "Concat", "MaxPool", "Identity", "Split", "Expand", "Tile",
-                      "DepthToSpace", "SpaceToDepth"});
-}
-
 bool is_float_sensitive(const ir::Node& node) {
   return op_in(node, {"Softmax", "LogSoftmax", "LayerNormalization", "Exp", "Log", "Pow", "Sqrt",
                       "Reciprocal", "Erf", "InstanceNormalization", "GroupNormalization",
                       "ReduceMean", "ReduceSum", "ReduceL2"});
-}
-
-bool is_weighted_op(const ir::Node& node) {
-  return op_in(node, {"Conv", "ConvTranspose", "Gemm", "MatMul"});
-}
-
-bool is_pool(const ir::Node& node) {
-  return op_in(node, {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"});
-}
-
-bool is_fusable_activation(const ir::Node& node) {
-  return op_in(node, {"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
-                      "HardSwish", "PRelu", "Elu", "Selu", "Softplus"});
-}
-
-std::vector<size_t> data_inputs(const ir::Node& node) {
-  if (op_in(node, {"Concat"})) {
-    std::vector<size_t> all;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (!node.inputs[i].empty()) all.push_back(i);
-    }
-    return all;
-  }
-  return {0};
 }
 
 bool is_quantization_op(const ir::Node& node) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ptq/ir.h"
+#include "ptq/ir/op_traits.h"
 
 namespace ptq::planner {
 
@@ -61,16 +62,9 @@ class GraphView {
   bool sorted_ok_ = true;
 };
 
-// Ops whose output holds exactly (a rearrangement of) input values: they share one scale.
-bool is_data_movement(const ir::Node& node);
+// Weighted ops, data movement, pools and fusable activations: ptq/ir/op_traits.h.
 // Float ops that reconstruct poorly from INT8 (Softmax, LayerNorm, Exp, …).
 bool is_float_sensitive(const ir::Node& node);
-bool is_weighted_op(const ir::Node& node);  // Conv, ConvTranspose, Gemm, MatMul
-bool is_pool(const ir::Node& node);         // MaxPool, AveragePool, GlobalAverage/MaxPool
-// Element-wise activations that TensorRT fuses into the producer (Relu, Clip, …).
-bool is_fusable_activation(const ir::Node& node);
-// Input slots of a data-movement op that carry data (not shapes, indices, axes).
-std::vector<size_t> data_inputs(const ir::Node& node);
 // Ops whose presence means the model is already quantized.
 bool is_quantization_op(const ir::Node& node);
 

@@ -105,7 +105,7 @@ int64_t Marking::source(const std::string& tensor) const {
     if (!bias_add) return p;
     const std::string& act = view.is_constant(node.inputs[0]) ? node.inputs[1] : node.inputs[0];
     int64_t q = view.producer(act);
-    if (q < 0 || !is_weighted_op(view.node(static_cast<size_t>(q)))) return p;
+    if (q < 0 || !ir::is_weighted_op(view.node(static_cast<size_t>(q)))) return p;
     p = q;
   }
   return p;
@@ -136,17 +136,15 @@ void find_bn_folds(Marking& m) {
     int64_t p = view.producer(x);
     if (p < 0) continue;
     const ir::Node& conv = view.node(static_cast<size_t>(p));
-    if (!conv.in_default_domain() || (conv.op_type != "Conv" && conv.op_type != "ConvTranspose")) {
-      continue;
-    }
-    if (view.use_count(x) != 1 || !is_float32_constant(view, conv.input(1))) continue;
-    if (!conv.input(2).empty() && !is_float32_constant(view, conv.input(2))) continue;
+    const ir::WeightedOp* op = ir::weighted_op(conv);
+    if (!ir::is_convolution(conv) || op->bias_slot < 0) continue;
+    const std::string& wname = conv.input(op->weight_slot);
+    const std::string& bname = conv.input(static_cast<size_t>(op->bias_slot));
+    if (view.use_count(x) != 1 || !is_float32_constant(view, wname)) continue;
+    if (!bname.empty() && !is_float32_constant(view, bname)) continue;
     const ir::Tensor* scale = view.constant(bn.inputs[1]);
-    const ir::Tensor* w = view.constant(conv.input(1));
-    const int64_t group = conv.attr_int("group", 1);
-    const int64_t out_channels =
-        conv.op_type == "Conv" ? w->dim(0) : (w->rank() > 1 ? w->dim(1) * group : -1);
-    if (w->rank() < 3 || scale->size() != out_channels) continue;
+    const ir::Tensor* w = view.constant(wname);
+    if (w->rank() < 3 || scale->size() != ir::output_channels(conv, w->shape())) continue;
     m.bn_of_conv[static_cast<size_t>(p)] = static_cast<int64_t>(b);
     m.conv_of_bn[b] = p;
   }

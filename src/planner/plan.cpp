@@ -74,9 +74,9 @@ void build_groups(Analysis& a) {
   UnionFind uf;
   for (size_t n = 0; n < view.size(); ++n) {
     const ir::Node& node = view.node(n);
-    if (!is_data_movement(node) || a.marking.excluded[n] || node.outputs.empty()) continue;
-    const bool split = node.op_type == "Split";
-    for (size_t slot : data_inputs(node)) {
+    if (!ir::is_data_movement(node) || a.marking.excluded[n] || node.outputs.empty()) continue;
+    const bool split = ir::data_movement(node) == ir::DataMovement::kSplit;
+    for (size_t slot : ir::data_inputs(node)) {
       const std::string& in = node.input(slot);
       if (!view.is_float_activation(in)) continue;
       if (split) {

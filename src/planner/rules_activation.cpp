@@ -27,7 +27,7 @@ bool quantized_before(const Marking& m, const std::string& tensor) {
     const ir::Node& node = m.view.node(n);
     if (m.conv_of_bn[n] >= 0) {
       p = m.conv_of_bn[n];
-    } else if (is_fusable_activation(node) || is_data_movement(node)) {
+    } else if (ir::is_fusable_activation(node) || ir::is_data_movement(node)) {
       p = m.view.producer(node.input(0));
     } else {
       return false;
@@ -42,7 +42,7 @@ bool quantized_after(const Marking& m, const std::string& tensor, int hops = 0) 
   if (hops >= 8) return false;
   for (size_t c : m.view.consumers(tensor)) {
     const ir::Node& node = m.view.node(c);
-    if (!is_data_movement(node) || node.input(0) != tensor || m.excluded[c]) continue;
+    if (!ir::is_data_movement(node) || node.input(0) != tensor || m.excluded[c]) continue;
     for (const std::string& out : node.outputs) {
       if (!out.empty() && quantized_after(m, out, hops + 1)) return true;
     }
@@ -146,7 +146,7 @@ void rule_add(Marking& m, size_t n) {
 
 bool rule_pool(Marking& m, size_t n) {
   const ir::Node& node = m.view.node(n);
-  if (m.excluded[n] || !is_pool(node) || !m.nodes[n].unit.empty()) return false;
+  if (m.excluded[n] || !ir::is_pool(node) || !m.nodes[n].unit.empty()) return false;
   const std::string& in = node.input(0);
   if (!m.view.is_float_activation(in)) {
     m.nodes[n].reason = fmt::format("input '{}' is not float32", in);
@@ -192,7 +192,7 @@ bool rule_ort_outputs(Marking& m, size_t n) {
 bool rule_ort_propagate(Marking& m, size_t n) {
   const ir::Node& node = m.view.node(n);
   if (!m.is_target_ort() || m.excluded[n] || !m.nodes[n].unit.empty()) return false;
-  if (!is_data_movement(node) && !is_op(node, "Relu") && !is_op(node, "Clip")) return false;
+  if (!ir::is_data_movement(node) && !is_op(node, "Relu") && !is_op(node, "Clip")) return false;
   const int64_t e = m.find_edge(n, 0);
   if (e < 0) return false;
   const QuantEdge like = m.edges[static_cast<size_t>(e)];

@@ -1,5 +1,5 @@
 // Weighted ops (TensorRT rule 1): activation inputs per-tensor, constant weights per output
-// channel (axis per op), bias float (TensorRT) or int32 (ORT).
+// channel (axis: ir::weight_channel_axis), bias float (TensorRT) or int32 (ORT).
 #include <fmt/format.h>
 
 #include "marking.h"
@@ -48,48 +48,56 @@ ir::Dim const_dim_from_end(const ir::Tensor& t, int64_t k) {
   return ir::Dim::of(t.rank() >= 2 ? t.dim(t.rank() - k) : 1);
 }
 
-void add_bias(const Marking& m, const ir::Node& node, size_t slot, int64_t channels, Spec& spec) {
-  const ir::Tensor* b = float_weight(m, node.input(slot));
+void add_bias(const Marking& m, const ir::Node& node, const ir::WeightedOp& op, int64_t channels,
+              Spec& spec) {
+  if (op.bias_slot < 0) return;
+  const ir::Tensor* b = float_weight(m, node.input(static_cast<size_t>(op.bias_slot)));
   if (!b || b->size() != channels || b->rank() > 1) return;
-  spec.bias_slot = static_cast<int64_t>(slot);
+  spec.bias_slot = op.bias_slot;
   spec.bias_channels = channels;
 }
 
-std::string conv_spec(const Marking& m, const ir::Node& node, Spec& spec) {
-  const bool transposed = node.op_type == "ConvTranspose";
+// The weight's per-channel axis (ir::op_traits), or -1 when weights are per-tensor.
+int64_t weight_axis(const Marking& m, const ir::Node& node, const ir::Tensor& w) {
+  return m.options.per_tensor_weights ? -1 : ir::weight_channel_axis(node, w.rank());
+}
+
+std::string conv_spec(const Marking& m, const ir::Node& node, const ir::WeightedOp& op,
+                      Spec& spec) {
   if (auto why = activation_problem(m, node.input(0)); !why.empty()) return why;
-  const ir::Tensor* w = float_weight(m, node.input(1));
+  const std::string& wname = node.input(op.weight_slot);
+  const ir::Tensor* w = float_weight(m, wname);
   if (!w || w->rank() < 3) {
-    return fmt::format("weight '{}' is not a float32 constant of rank >= 3", node.input(1));
+    return fmt::format("weight '{}' is not a float32 constant of rank >= 3", wname);
   }
-  const int64_t group = node.attr_int("group", 1);
-  const int64_t in_channels = transposed ? w->dim(0) : w->dim(1) * group;
+  const int64_t in_channels = ir::input_channels(node, w->shape());
   if (in_channels < m.options.min_conv_channels) {
     return fmt::format("{} input channels < min_conv_channels {} (float by default)", in_channels,
                        m.options.min_conv_channels);
   }
   spec.activations = {0};
-  spec.weight_slot = 1;
-  spec.weight_axis = m.options.per_tensor_weights ? -1 : (transposed ? 1 : 0);
-  add_bias(m, node, 2, transposed ? w->dim(1) * group : w->dim(0), spec);
+  spec.weight_slot = static_cast<int64_t>(op.weight_slot);
+  spec.weight_axis = weight_axis(m, node, *w);
+  add_bias(m, node, op, ir::output_channels(node, w->shape()), spec);
   return "";
 }
 
-std::string gemm_spec(const Marking& m, const ir::Node& node, Spec& spec) {
+std::string gemm_spec(const Marking& m, const ir::Node& node, const ir::WeightedOp& op,
+                      Spec& spec) {
   if (auto why = activation_problem(m, node.input(0)); !why.empty()) return why;
   spec.activations = {0};
-  const ir::Tensor* b = float_weight(m, node.input(1));
+  const std::string& bname = node.input(op.weight_slot);
+  const ir::Tensor* b = float_weight(m, bname);
   if (!b) {
-    if (auto why = activation_problem(m, node.input(1)); !why.empty()) return why;
-    spec.activations.push_back(1);
+    if (auto why = activation_problem(m, bname); !why.empty()) return why;
+    spec.activations.push_back(op.weight_slot);
     return "";
   }
-  if (b->rank() != 2) return fmt::format("weight '{}' is not 2-D", node.input(1));
-  const bool trans_b = node.attr_int("transB", 0) != 0;
-  spec.weight_slot = 1;
-  spec.weight_axis = m.options.per_tensor_weights ? -1 : (trans_b ? 0 : 1);
+  if (b->rank() != 2) return fmt::format("weight '{}' is not 2-D", bname);
+  spec.weight_slot = static_cast<int64_t>(op.weight_slot);
+  spec.weight_axis = weight_axis(m, node, *b);
   if (node.attr_float("alpha", 1.0f) == 1.0f && node.attr_float("beta", 1.0f) == 1.0f) {
-    add_bias(m, node, 2, trans_b ? b->dim(0) : b->dim(1), spec);
+    add_bias(m, node, op, ir::output_channels(node, b->shape()), spec);
   }
   return "";
 }
@@ -106,7 +114,7 @@ std::string matmul_spec(const Marking& m, const ir::Node& node, Spec& spec) {
     if (auto why = activation_problem(m, a); !why.empty()) return why;
     spec.activations = {0};
     spec.weight_slot = 1;
-    spec.weight_axis = (m.options.per_tensor_weights || b->rank() < 2) ? -1 : b->rank() - 1;
+    spec.weight_axis = weight_axis(m, node, *b);
   } else if (a_const) {
     if (auto why = activation_problem(m, bname); !why.empty()) return why;
     spec.activations = {1};
@@ -132,13 +140,14 @@ std::string matmul_spec(const Marking& m, const ir::Node& node, Spec& spec) {
 
 void rule_weighted(Marking& m, size_t n) {
   const ir::Node& node = m.view.node(n);
-  if (m.excluded[n] || !is_weighted_op(node)) return;
+  const ir::WeightedOp* op = ir::weighted_op(node);
+  if (m.excluded[n] || op == nullptr) return;
   Spec spec;
   std::string why;
-  if (node.op_type == "Conv" || node.op_type == "ConvTranspose") {
-    why = conv_spec(m, node, spec);
+  if (op->layout != ir::WeightLayout::kMatrix) {
+    why = conv_spec(m, node, *op, spec);
   } else if (node.op_type == "Gemm") {
-    why = gemm_spec(m, node, spec);
+    why = gemm_spec(m, node, *op, spec);
   } else {
     why = matmul_spec(m, node, spec);
   }

@@ -45,7 +45,7 @@ int64_t source_of(const QdqView& v, const std::string& value) {
   const ir::Node& node = v.node(static_cast<size_t>(p));
   if (!is_bias_add(v, node)) return p;
   const int64_t q = v.producer(activation_of_bias_add(v, node));
-  return q >= 0 && is_weighted_op(v.node(static_cast<size_t>(q))) ? q : p;
+  return q >= 0 && ir::is_weighted_op(v.node(static_cast<size_t>(q))) ? q : p;
 }
 
 // True when the Add at `n` is the residual form TensorRT fuses into a weighted op: one input
@@ -63,8 +63,8 @@ std::string join_names(const QdqView& v, const std::vector<size_t>& nodes) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-// Walks back from `value` through fusable activations, data-movement ops and bias Adds; true
-// when it reaches an INT8 node or a dequantized value.
+// Walks back from `value` through fusable activations, one-input data movement
+// (ir::moves_one_input) and bias Adds; true when it reaches an INT8 node or a dequantized value.
 bool int8_before(const QdqView& v, std::string value) {
   for (int hops = 0; hops < 16; ++hops) {
     if (v.is_dequantized(value)) return true;
@@ -73,7 +73,7 @@ bool int8_before(const QdqView& v, std::string value) {
     const size_t n = static_cast<size_t>(p);
     const ir::Node& node = v.node(n);
     if (runs_int8(v, n)) return true;
-    if (is_fusable_activation(node) || is_data_movement(node)) {
+    if (ir::is_fusable_activation(node) || ir::moves_one_input(node)) {
       value = node.input(0);
     } else if (is_bias_add(v, node)) {
       value = activation_of_bias_add(v, node);
@@ -84,13 +84,13 @@ bool int8_before(const QdqView& v, std::string value) {
   return false;
 }
 
-// True when some reader of `value` (looking through data-movement ops) quantizes it or has
-// quantized inputs.
+// True when some reader of `value` (looking through one-input data movement) quantizes it or
+// has quantized inputs.
 bool int8_after(const QdqView& v, const std::string& value, int hops = 0) {
   for (size_t c : v.consumers(value)) {
     const ir::Node& node = v.node(c);
     if (is_q(node) || has_quantized_input(v, c)) return true;
-    if (hops < 8 && is_data_movement(node) && node.input(0) == value) {
+    if (hops < 8 && ir::moves_one_input(node) && node.input(0) == value) {
       for (const std::string& out : node.outputs) {
         if (!out.empty() && int8_after(v, out, hops + 1)) return true;
       }
@@ -134,7 +134,7 @@ int64_t rank_of(const QdqView& v, const std::string& value) {
 void rule_unquantized_activation(LintContext& c) {
   const QdqView& v = c.view;
   for (size_t n = 0; n < v.size(); ++n) {
-    if (!is_weighted_op(v.node(n)) || v.precision(n) != Precision::kMixed) continue;
+    if (!ir::is_weighted_op(v.node(n)) || v.precision(n) != Precision::kMixed) continue;
     for (size_t slot : v.weighted_slots(n).activations) {
       if (v.reads_dequantized(n, slot)) continue;
       const std::string& t = v.node(n).inputs[slot];
@@ -152,7 +152,7 @@ void rule_unquantized_activation(LintContext& c) {
 void rule_unquantized_weight(LintContext& c) {
   const QdqView& v = c.view;
   for (size_t n = 0; n < v.size(); ++n) {
-    if (!is_weighted_op(v.node(n)) || v.precision(n) != Precision::kMixed) continue;
+    if (!ir::is_weighted_op(v.node(n)) || v.precision(n) != Precision::kMixed) continue;
     const WeightedSlots s = v.weighted_slots(n);
     if (s.weight < 0 || v.reads_dequantized(n, static_cast<size_t>(s.weight))) continue;
     const std::string& t = v.node(n).inputs[static_cast<size_t>(s.weight)];
@@ -169,14 +169,14 @@ void rule_missing_output_q(LintContext& c) {
   const QdqView& v = c.view;
   const ir::Graph& g = v.graph();
   for (size_t n = 0; n < v.size(); ++n) {
-    if (!is_weighted_op(v.node(n)) || !runs_int8(v, n) || v.node(n).outputs.empty()) continue;
+    if (!ir::is_weighted_op(v.node(n)) || !runs_int8(v, n) || v.node(n).outputs.empty()) continue;
     // TensorRT fuses a bias Add and an activation into the op: the output is the chain's end.
     std::string out = v.node(n).outputs[0];
     for (int hops = 0; hops < 4 && !g.is_graph_output(out); ++hops) {
       const auto& readers = v.consumers(out);
       if (readers.size() != 1) break;
       const ir::Node& next = v.node(readers[0]);
-      if (!is_fusable_activation(next) && !is_bias_add(v, next)) break;
+      if (!ir::is_fusable_activation(next) && !is_bias_add(v, next)) break;
       out = next.outputs[0];
     }
     const auto& readers = v.consumers(out);
@@ -210,7 +210,7 @@ void rule_residual_skip_float(LintContext& c) {
     std::string skip;
     for (size_t i = 0; i < 2; ++i) {
       const int64_t src = source_of(v, node.inputs[i]);
-      if (src < 0 || !is_weighted_op(v.node(static_cast<size_t>(src))) ||
+      if (src < 0 || !ir::is_weighted_op(v.node(static_cast<size_t>(src))) ||
           !runs_int8(v, static_cast<size_t>(src))) {
         continue;
       }
@@ -236,7 +236,7 @@ void rule_float_pool(LintContext& c) {
   const QdqView& v = c.view;
   for (size_t n = 0; n < v.size(); ++n) {
     const ir::Node& node = v.node(n);
-    if (!is_pool(node) || v.precision(n) != Precision::kFloat || node.outputs.empty()) continue;
+    if (!ir::is_pool(node) || v.precision(n) != Precision::kFloat || node.outputs.empty()) continue;
     const std::string& in = node.input(0);
     if (!int8_before(v, in) || !int8_after(v, node.outputs[0])) continue;
     c.add(n, in,
@@ -347,7 +347,7 @@ void rule_zero_point(LintContext& c) {
 void rule_bias_qdq(LintContext& c) {
   const QdqView& v = c.view;
   for (size_t n = 0; n < v.size(); ++n) {
-    if (!is_weighted_op(v.node(n))) continue;
+    if (!ir::is_weighted_op(v.node(n))) continue;
     const int64_t bias = v.weighted_slots(n).bias;
     if (bias < 0 || !v.reads_dequantized(n, static_cast<size_t>(bias))) continue;
     const std::string& t = v.node(n).inputs[static_cast<size_t>(bias)];
@@ -378,11 +378,10 @@ void rule_small_conv(LintContext& c) {
   if (c.options.min_conv_channels <= 0) return;
   for (size_t n = 0; n < v.size(); ++n) {
     const ir::Node& node = v.node(n);
-    const bool transposed = op_is(node, "ConvTranspose");
-    if ((!op_is(node, "Conv") && !transposed) || !has_quantized_input(v, n)) continue;
-    const ir::Tensor* w = v.weight_data(node.input(1));
+    if (!ir::is_convolution(node) || !has_quantized_input(v, n)) continue;
+    const ir::Tensor* w = v.weight_data(node.input(ir::weighted_op(node)->weight_slot));
     if (!w || w->rank() < 3) continue;
-    const int64_t channels = transposed ? w->dim(0) : w->dim(1) * node.attr_int("group", 1);
+    const int64_t channels = ir::input_channels(node, w->shape());
     if (channels >= c.options.min_conv_channels) continue;
     c.add(n, v.dequantized_source(node.input(0)),
           fmt::format("{} '{}' is quantized with {} input channels (< {}): no INT8 speed-up in "

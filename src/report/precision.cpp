@@ -136,7 +136,7 @@ PrecisionSummary summarize_precision(const ir::Model& model) {
     s.param_bytes[p] += l.param_bytes;
     if (is_q(node)) ++s.quantize_nodes;
     if (is_dq(node)) ++s.dequantize_nodes;
-    if (is_weighted_op(node)) {
+    if (ir::is_weighted_op(node)) {
       ++s.weighted_ops;
       if (l.precision == Precision::kInt8) ++s.weighted_int8;
     }

@@ -5,40 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <initializer_list>
 
 namespace ptq::report {
 
-namespace {
-
-bool op_in(const ir::Node& node, std::initializer_list<std::string_view> ops) {
-  if (!node.in_default_domain()) return false;
-  return std::find(ops.begin(), ops.end(), node.op_type) != ops.end();
-}
-
-}  // namespace
-
 bool op_is(const ir::Node& node, std::string_view op) {
   return node.in_default_domain() && node.op_type == op;
-}
-
-bool is_weighted_op(const ir::Node& node) {
-  return op_in(node, {"Conv", "ConvTranspose", "Gemm", "MatMul"});
-}
-
-bool is_pool(const ir::Node& node) {
-  return op_in(node, {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"});
-}
-
-bool is_fusable_activation(const ir::Node& node) {
-  return op_in(node, {"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
-                      "PRelu", "Elu", "Selu", "Softplus"});
-}
-
-bool is_data_movement(const ir::Node& node) {
-  if (op_in(node, {"Resize", "Upsample"})) return node.attr_string("mode", "nearest") == "nearest";
-  return op_in(node, {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Slice", "Gather",
-                      "Identity", "Split", "Expand", "Tile", "DepthToSpace", "SpaceToDepth"});
 }
 
 std::string_view precision_colour(Precision p) {
@@ -150,18 +121,24 @@ std::string QdqView::type_str(std::string_view value) const {
 WeightedSlots QdqView::weighted_slots(size_t n) const {
   const ir::Node& nd = node(n);
   WeightedSlots s;
-  if (!is_weighted_op(nd)) return s;
-  const bool conv = op_is(nd, "Conv") || op_is(nd, "ConvTranspose");
-  for (size_t slot = 0; slot < std::min<size_t>(2, nd.inputs.size()); ++slot) {
+  const ir::WeightedOp* op = ir::weighted_op(nd);
+  if (op == nullptr) return s;
+  // The operands: a convolution's weight is in its weight slot only, a matrix product's
+  // first constant operand is its weight.
+  const size_t operands = std::min(op->weight_slot + 1, nd.inputs.size());
+  for (size_t slot = 0; slot < operands; ++slot) {
     if (nd.inputs[slot].empty()) continue;
-    const bool weight = is_weight_like(nd.inputs[slot]) && (s.weight < 0) && (!conv || slot == 1);
+    const bool weight = is_weight_like(nd.inputs[slot]) && (s.weight < 0) &&
+                        (op->layout == ir::WeightLayout::kMatrix || slot == op->weight_slot);
     if (weight) {
       s.weight = static_cast<int64_t>(slot);
     } else {
       s.activations.push_back(slot);
     }
   }
-  if (!op_is(nd, "MatMul") && !nd.input(2).empty()) s.bias = 2;
+  if (op->bias_slot >= 0 && !nd.input(static_cast<size_t>(op->bias_slot)).empty()) {
+    s.bias = op->bias_slot;
+  }
   return s;
 }
 
@@ -191,7 +168,7 @@ Precision QdqView::compute_precision(size_t n) const {
   const ir::Node& nd = node(n);
   if (op_is(nd, "Constant")) return Precision::kOther;
   if (is_q(nd) || is_dq(nd)) return Precision::kQdq;
-  if (is_weighted_op(nd)) {
+  if (ir::is_weighted_op(nd)) {
     const WeightedSlots s = weighted_slots(n);
     std::vector<size_t> needed = s.activations;
     if (s.weight >= 0) needed.push_back(static_cast<size_t>(s.weight));

@@ -11,17 +11,13 @@
 #include <vector>
 
 #include "ptq/ir.h"
+#include "ptq/ir/op_traits.h"
 #include "ptq/report.h"
 
 namespace ptq::report {
 
+// Weighted ops, data movement, pools and fusable activations: ptq/ir/op_traits.h.
 bool op_is(const ir::Node& node, std::string_view op);
-bool is_weighted_op(const ir::Node& node);  // Conv, ConvTranspose, Gemm, MatMul
-bool is_pool(const ir::Node& node);         // MaxPool, AveragePool, GlobalAverage/MaxPool
-// Element-wise activations TensorRT fuses into the op before them (Relu, Clip, …).
-bool is_fusable_activation(const ir::Node& node);
-// Ops that only move values (Reshape, Transpose, Flatten, …): they keep their input's scale.
-bool is_data_movement(const ir::Node& node);
 bool is_q(const ir::Node& node);
 // The fill colour of a precision in drawings and charts (CSS hex).
 std::string_view precision_colour(Precision p);

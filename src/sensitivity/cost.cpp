@@ -4,6 +4,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "ptq/ir/op_traits.h"
+
 namespace ptq::sensitivity {
 
 namespace {
@@ -42,35 +44,20 @@ struct Shapes {
   }
 };
 
-double product(const std::optional<Dims>& d, size_t from = 0) {
+double product(const std::optional<Dims>& d) {
   double n = 1.0;
   if (!d) return n;
-  for (size_t i = from; i < d->size(); ++i) n *= static_cast<double>((*d)[i]);
+  for (int64_t x : *d) n *= static_cast<double>(x);
   return n;
 }
 
-// Multiply-adds per output element of a weighted node; 1 for any other.
+// Multiply-adds per output element of a weighted node (ir::op_traits); 1 for any other, or
+// when the shapes the count needs are unknown.
 double per_output(const ir::Node& n, const Shapes& shapes) {
   auto in = [&](size_t i) { return i < n.inputs.size() ? shapes.of(n.inputs[i]) : std::nullopt; };
-  if (n.op_type == "Conv") {
-    const auto w = in(1);  // [M, C / group, k...]: C / group * k... per output
-    return w && !w->empty() ? product(w, 1) : 1.0;
-  }
-  if (n.op_type == "ConvTranspose") {
-    // [C, M / group, k...]: C / group * k... per output at stride 1 (fewer at larger strides)
-    const auto w = in(1);
-    const double group = static_cast<double>(std::max<int64_t>(n.attr_int("group", 1), 1));
-    return w && w->size() > 2 ? static_cast<double>((*w)[0]) / group * product(w, 2) : 1.0;
-  }
-  if (n.op_type == "MatMul" || n.op_type == "Gemm") {
-    const bool trans_b = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0;
-    // K: B's second-last dim (last when Gemm transposes it), else A's last.
-    if (const auto b = in(1); b && b->size() >= 2) {
-      return static_cast<double>((*b)[b->size() - (trans_b ? 1 : 2)]);
-    }
-    if (const auto a = in(0); a && !a->empty()) return static_cast<double>(a->back());
-  }
-  return 1.0;
+  const std::optional<Dims> a = in(0);
+  const std::optional<Dims> w = in(1);
+  return ir::multiply_adds_per_output(n, a ? &*a : nullptr, w ? &*w : nullptr).value_or(1.0);
 }
 
 }  // namespace

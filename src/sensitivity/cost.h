@@ -29,7 +29,7 @@ class ShapeRecorder : public runtime::Observer {
   SeenShapes seen_;
 };
 
-// Multiply-adds of the part's Conv, ConvTranspose, Gemm and MatMul nodes plus one per output
+// Multiply-adds of the part's weighted nodes (ptq/ir/op_traits.h) plus one per output
 // element of every other node. A value's shape is its initializer's, else the one `seen` in a
 // run (batch included), else the part's declaration, else `types`' (a cut's variant, whose
 // inferred shapes the cut does not carry; symbolic and unknown dims count 1); a node output
