@@ -195,6 +195,42 @@ struct Inflater {
 
 }  // namespace
 
+Expected<std::string> inflate_prefix(const File& zip, const ZipMember& m, int64_t data_offset,
+                                     int64_t n) {
+  const std::string what = zip.name() + ":" + m.name;
+  if (n > m.size) return invalid_input("{}: needs {} bytes, the member has {}", what, n, m.size);
+  Inflater inf;
+  if (inflateInit2(&inf.z, -MAX_WBITS) != Z_OK) return runtime_error("{}: zlib init failed", what);
+  inf.live = true;
+  // Small reads: a header is a few hundred bytes, however large the member.
+  constexpr int64_t kChunk = 4096;
+  std::vector<unsigned char> in(kChunk);
+  std::string out(static_cast<size_t>(n), '\0');
+  int64_t read = 0;
+  inf.z.next_out = reinterpret_cast<unsigned char*>(out.data());
+  inf.z.avail_out = static_cast<uInt>(n);
+  while (inf.z.avail_out > 0) {
+    if (inf.z.avail_in == 0) {
+      if (read == m.compressed_size) {
+        return invalid_input("{}: corrupt deflate data (ends early)", what);
+      }
+      const int64_t k = std::min(kChunk, m.compressed_size - read);
+      PTQ_RETURN_IF_ERROR(zip.read_at(data_offset + read, k, in.data()));
+      read += k;
+      inf.z.next_in = in.data();
+      inf.z.avail_in = static_cast<uInt>(k);
+    }
+    const int rc = inflate(&inf.z, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END && inf.z.avail_out > 0) {
+      return invalid_input("{}: inflates to fewer bytes than its recorded {}", what, m.size);
+    }
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      return invalid_input("{}: corrupt deflate data near offset {}", what, data_offset + read);
+    }
+  }
+  return out;
+}
+
 Expected<File> inflate_member(const File& zip, const ZipMember& m, int64_t data_offset) {
   const std::string what = zip.name() + ":" + m.name;
   int fd = make_temp_fd();
