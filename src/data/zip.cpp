@@ -133,6 +133,9 @@ Expected<std::vector<ZipMember>> list_zip(const File& zip) {
     PTQ_RETURN_IF_ERROR(apply_zip64(cd.substr(p + 46 + name_len, extra_len), m,
                                     m.size == k32Max, m.compressed_size == k32Max,
                                     m.local_header_offset == k32Max, what));
+    if (m.size < 0 || m.compressed_size < 0 || m.local_header_offset < 0) {
+      return invalid_input("{}: corrupt zip (a ZIP64 size or offset above 2^63)", what);
+    }
     if (flags & 1) return invalid_input("{}: encrypted zip members are not supported", what);
     if (m.method != 0 && m.method != 8) {
       return invalid_input("{}: unsupported zip compression method {}", what, m.method);
@@ -158,6 +161,13 @@ Expected<int64_t> member_data_offset(const File& zip, const ZipMember& m) {
   }
   if (m.method == 0 && m.compressed_size != m.size) {
     return invalid_input("{}: corrupt zip (stored member with two sizes)", what);
+  }
+  // Deflate cannot do better than 1032:1 (a 258-byte match in under 2 bits): a larger recorded
+  // size is a lie that headers, sample counts and allocations must not trust.
+  constexpr int64_t kMaxDeflateRatio = 1032;
+  if (m.method == 8 && m.size / kMaxDeflateRatio > m.compressed_size) {
+    return invalid_input("{}: corrupt zip (records {} bytes, more than its {} deflated bytes hold)",
+                         what, m.size, m.compressed_size);
   }
   return at;
 }
