@@ -198,5 +198,19 @@ TEST(Npz, CorruptDeflatedDataFailsTheFirstRead) {
   EXPECT_INVALID(ds->read(1, 1), "bad.npz:x.npy");  // the failure is kept, not retried
 }
 
+TEST(Npz, Zip64SizesAbove2To63AreCorrupt) {
+  // The regression input's ZIP64 extra field (right after the central entry's name) with its
+  // uncompressed size set to 2^64 - 1, which reads back negative as int64.
+  TempDir dir;
+  std::string zip = read_bytes(fs::path(PTQ_SOURCE_DIR) / "tests" / "fuzz" / "regressions" /
+                               "npz_member_beyond_deflate.npz");
+  const size_t central = zip.rfind("PK\x01\x02");
+  ASSERT_NE(central, std::string::npos);
+  zip.replace(central + 46 + 5 + 4, 8, std::string(8, '\xff'));
+  write_bytes(dir / "negative.npz", zip);
+  EXPECT_INVALID(Dataset::open(spec_of({(dir / "negative.npz").string()})),
+                 "negative.npz:x.npy: corrupt zip (a ZIP64 size or offset above 2^63)");
+}
+
 }  // namespace
 }  // namespace ptq::data::test
