@@ -49,9 +49,13 @@ for reader in "${readers[@]}"; do
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$build/tests/fuzz/fuzz_${reader}_reader" "$work/corpus" -max_total_time="$time_limit" \
     -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=20 -max_len=65536 -print_final_stats=1 \
-    -artifact_prefix="$work/artifacts/" >"$work/log.txt" 2>&1
+    -artifact_prefix="$work/artifacts/" >"$work/log.txt" 2>&1 &
+  pid=$!
+  wait $pid
   rc=$?
   set -e
+  # The target's scratch folder (tests/fuzz/input_file.h), left behind when it crashes.
+  rm -rf "/dev/shm/ptq-fuzz-$pid" "${TMPDIR:-/tmp}/ptq-fuzz-$pid"
   if [ $rc -ne 0 ] || ls "$work/artifacts/" | grep -q .; then
     tail -n 25 "$work/log.txt"
     echo "fuzz-smoke: the $reader reader FAILED (exit $rc); reproducers in $work/artifacts," \
