@@ -1,7 +1,5 @@
 #include "image_guard.h"
 
-#include <cstring>
-
 #include <algorithm>
 #include <vector>
 
@@ -13,9 +11,9 @@ constexpr int kDht = 0xc4;
 constexpr int kSos = 0xda;
 constexpr int kEoi = 0xd9;
 
-bool is_frame(int marker) {  // SOF0..SOF15 less DHT, JPG and DAC
-  return marker >= 0xc0 && marker <= 0xcf && marker != kDht && marker != 0xc8 && marker != 0xcc;
-}
+// The frame headers stb_image decodes (baseline, extended, progressive); it stops reading the
+// header there, and refuses the others as unknown markers.
+bool is_frame(int marker) { return marker >= 0xc0 && marker <= 0xc2; }
 bool is_standalone(int marker) { return marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7); }
 
 // ByteAt: int(int64_t pos), byte `pos` of the bytes being walked, or -1 past their end (or on
