@@ -25,7 +25,8 @@ const Regression kCases[] = {
      "corrupt JPEG (a Huffman table at offset 110 holds"},
     {"png_header_beyond_its_data.png",
      "corrupt image (16252932x6 pixels cannot be encoded in"},
-    {"png_chunk_beyond_the_file.png", "corrupt PNG (the chunk at offset 33 claims 1610612775 bytes"},
+    {"png_chunk_beyond_the_file.png",
+     "corrupt PNG (the chunk at offset 33 claims 1610612775 bytes"},
 };
 
 // Opens the file as a data source and reads its first sample: the first error, or OK.
