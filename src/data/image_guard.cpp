@@ -26,9 +26,10 @@ Status check_dht(const ByteAt& byte, int64_t at, int64_t end, const std::string&
     int64_t n = 0;
     for (int64_t i = 1; i <= 16; ++i) n += std::max(byte(at + i), 0);
     if (n > 256) {
-      return invalid_input("{}: corrupt JPEG (a Huffman table at offset {} holds {} codes, "
-                           "more than 256)",
-                           what, at, n);
+      return invalid_input(
+          "{}: corrupt JPEG (a Huffman table at offset {} holds {} codes, "
+          "more than 256)",
+          what, at, n);
     }
     at += 17 + n;
   }
@@ -118,9 +119,10 @@ Status check_png_chunks(std::string_view bytes, const std::string& what) {
   while (pos + 8 <= bytes.size()) {
     const uint64_t length = be32(pos);
     if (length > bytes.size() - pos - 8) {
-      return invalid_input("{}: corrupt PNG (the chunk at offset {} claims {} bytes, the file "
-                           "has {} after it)",
-                           what, pos, length, bytes.size() - pos - 8);
+      return invalid_input(
+          "{}: corrupt PNG (the chunk at offset {} claims {} bytes, the file "
+          "has {} after it)",
+          what, pos, length, bytes.size() - pos - 8);
     }
     if (bytes.substr(pos + 4, 4) == "IEND") return {};
     pos += 8 + length + 4;  // length, type, data, CRC

@@ -21,10 +21,8 @@ const Regression kCases[] = {
      "npz_member_beyond_deflate.npz:x.npy: corrupt zip (records 1099511627904 bytes, more than "
      "its 78 deflated bytes hold)"},
     {"jpeg_dht_over_256_codes.jpg", "corrupt JPEG (a Huffman table at offset 214 holds 3401 codes"},
-    {"jpeg_dht_over_256_codes_after_junk.jpg",
-     "corrupt JPEG (a Huffman table at offset 110 holds"},
-    {"png_header_beyond_its_data.png",
-     "corrupt image (16252932x6 pixels cannot be encoded in"},
+    {"jpeg_dht_over_256_codes_after_junk.jpg", "corrupt JPEG (a Huffman table at offset 110 holds"},
+    {"png_header_beyond_its_data.png", "corrupt image (16252932x6 pixels cannot be encoded in"},
     {"png_chunk_beyond_the_file.png",
      "corrupt PNG (the chunk at offset 33 claims 1610612775 bytes"},
 };
