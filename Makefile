@@ -54,7 +54,7 @@ test-asan:
 fuzz-smoke: deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G "$(GENERATOR)" -DPTQ_FUZZ=ON -DPTQ_TESTS=OFF \
 	  -DPTQ_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_model_reader
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
 	bash scripts/fuzz-smoke.sh $(FUZZ_BUILD)
 
 bench: build testdata

@@ -8,6 +8,7 @@
 
 #include "ptq/calib_cache.h"
 #include "ptq/util/atomic_file.h"
+#include "json_text.h"
 #include "text_util.h"
 
 namespace ptq::calib {
@@ -251,15 +252,7 @@ class JsonReader {
   }
 
   Expected<CalibrationTable> read() const {
-    json top;
-    try {
-      top = json::parse(text_.begin(), text_.end());
-    } catch (const json::parse_error& e) {
-      const size_t at = e.byte > 0 ? e.byte - 1 : 0;
-      std::string what = e.what();
-      if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
-      return invalid_input("{}:{}: invalid JSON: {}", file_, detail::line_of_offset(text_, at), what);
-    }
+    PTQ_ASSIGN_OR_RETURN(json top, detail::parse_json_text(text_, file_));
     if (!top.is_object()) return error("", "a ptqkit cache is a JSON object");
     auto format = top.find("format");
     if (format == top.end() || *format != kFormat) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptq/calib_cache.h"
+#include "json_text.h"
 #include "text_util.h"
 
 namespace ptq::calib {
@@ -121,13 +122,7 @@ std::optional<double> ort_number(const json& v) {
 
 Expected<CalibrationTable> parse_ort_json(std::string_view text, std::string_view file,
                                           Warnings* warnings) {
-  json top;
-  try {
-    top = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    return invalid_input("{}:{}: invalid JSON: {}", file,
-                         detail::line_of_offset(text, e.byte > 0 ? e.byte - 1 : 0), e.what());
-  }
+  PTQ_ASSIGN_OR_RETURN(json top, detail::parse_json_text(text, file));
   CalibrationTable table;
   table.method = "minmax";
   const json* data = &top;

@@ -90,6 +90,13 @@ Status Dataset::Impl::settle() {
     infos.push_back({b.name, b.dtype, b.reader->dtype(), b.reader->sample_shape(),
                      b.reader->where()});
   }
+  for (const Binding& b : bindings) {
+    // Such samples take no bytes, so nothing bounds how many a header may claim.
+    if (ir::num_elements(b.reader->sample_shape()) == 0) {
+      return invalid_input("{} gives samples of shape {}, which hold no values",
+                           b.reader->where(), ir::shape_str(b.reader->sample_shape()));
+    }
+  }
   const Binding& first = bindings.front();
   source_count = first.reader->count();
   for (const Binding& b : bindings) {

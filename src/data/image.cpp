@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 
 #include <stb/stb_image.h>
+
+#include "file.h"
+#include "image_guard.h"
 
 namespace ptq::data {
 
@@ -45,8 +49,18 @@ struct StbFree {
 }  // namespace
 
 Expected<Image> decode_image(const std::filesystem::path& path, int channels) {
+  PTQ_ASSIGN_OR_RETURN(File file, File::open(path));
+  if (file.size() > std::numeric_limits<int>::max()) {
+    return invalid_input("'{}': an image file of {} bytes is larger than stb_image reads",
+                         path.string(), file.size());
+  }
+  PTQ_ASSIGN_OR_RETURN(std::string bytes, file.read_string(0, file.size()));
+  PTQ_RETURN_IF_ERROR(check_jpeg_tables(bytes, path.string()));
+  PTQ_RETURN_IF_ERROR(check_png_chunks(bytes, path.string()));
   int w = 0, h = 0, n = 0;
-  std::unique_ptr<unsigned char, StbFree> px(stbi_load(path.c_str(), &w, &h, &n, channels));
+  std::unique_ptr<unsigned char, StbFree> px(
+      stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
+                            static_cast<int>(bytes.size()), &w, &h, &n, channels));
   if (!px) {
     return invalid_input("'{}': cannot decode image: {}", path.string(), stbi_failure_reason());
   }
@@ -57,10 +71,20 @@ Expected<Image> decode_image(const std::filesystem::path& path, int channels) {
 }
 
 Expected<std::pair<int64_t, int64_t>> image_size(const std::filesystem::path& path) {
+  PTQ_ASSIGN_OR_RETURN(File file, File::open(path));
+  PTQ_RETURN_IF_ERROR(check_jpeg_header_tables(file));
   int w = 0, h = 0, n = 0;
   if (!stbi_info(path.c_str(), &w, &h, &n)) {
     return invalid_input("'{}': not a readable PNG or JPEG image: {}", path.string(),
                          stbi_failure_reason());
+  }
+  // The densest encoding is a 1-bit PNG (8 pixels a byte) deflated 1032:1; a JPEG needs at
+  // least 2 bits per 8x8 block. A header claiming more pixels than that is corrupt, and the
+  // samples (sized by the first image) must not be allocated from it.
+  constexpr int64_t kMaxPixelsPerByte = 8 * 1032;
+  if (int64_t{w} * h / kMaxPixelsPerByte > file.size()) {
+    return invalid_input("'{}': corrupt image ({}x{} pixels cannot be encoded in {} bytes)",
+                         path.string(), w, h, file.size());
   }
   return std::pair<int64_t, int64_t>{h, w};
 }

@@ -49,24 +49,30 @@ Status ItemsReader::read(int64_t i, void* dst) const {
   return read_from_item(i / per, i % per, dst);
 }
 
+Status ItemsReader::read_stored(const File& file, int64_t offset, bool swap, int64_t item,
+                                int64_t j, void* dst) const {
+  const int64_t per = stacked_ ? item_shape_[0] : 1;
+  const int64_t bytes = sample_bytes();
+  PTQ_RETURN_IF_ERROR(file.read_at(offset + (item * per + j) * bytes, bytes, dst));
+  const auto size = ir::dtype_size(dtype_);
+  if (swap) byteswap(dst, bytes / static_cast<int64_t>(size), size);
+  return {};
+}
+
 namespace {
 
 class ContiguousReader final : public ItemsReader {
  public:
-  ContiguousReader(File file, int64_t offset, ir::DType dtype, bool swap, ir::Shape item_shape,
-                   int64_t items)
-      : ItemsReader(file.name(), dtype, std::move(item_shape), items, true),
+  ContiguousReader(File file, std::string where, int64_t offset, ir::DType dtype, bool swap,
+                   ir::Shape item_shape, int64_t items)
+      : ItemsReader(std::move(where), dtype, std::move(item_shape), items, true),
         file_(std::move(file)),
         offset_(offset),
         swap_(swap) {}
 
  protected:
   Status read_from_item(int64_t item, int64_t j, void* dst) const override {
-    const int64_t per = stacked_ ? item_shape_[0] : 1;
-    const int64_t bytes = sample_bytes();
-    PTQ_RETURN_IF_ERROR(file_.read_at(offset_ + (item * per + j) * bytes, bytes, dst));
-    if (swap_) byteswap(dst, bytes / static_cast<int64_t>(ir::dtype_size(dtype_)), ir::dtype_size(dtype_));
-    return {};
+    return read_stored(file_, offset_, swap_, item, j, dst);
   }
 
  private:
@@ -93,10 +99,7 @@ class NpyFilesReader final : public ItemsReader {
                            path.string(), ir::dtype_name(h.dtype), ir::shape_str(h.shape),
                            ir::dtype_name(dtype_), ir::shape_str(item_shape_));
     }
-    const int64_t bytes = sample_bytes();
-    PTQ_RETURN_IF_ERROR(f.read_at(h.data_offset + j * bytes, bytes, dst));
-    if (h.swap) byteswap(dst, bytes / static_cast<int64_t>(ir::dtype_size(dtype_)), ir::dtype_size(dtype_));
-    return {};
+    return read_stored(f, h.data_offset, h.swap, 0, j, dst);
   }
 
  private:
@@ -133,10 +136,10 @@ class PbFilesReader final : public ItemsReader {
 
 }  // namespace
 
-std::unique_ptr<SampleReader> make_contiguous_reader(File file, int64_t offset, ir::DType dtype,
-                                                     bool swap, ir::Shape item_shape,
-                                                     int64_t items) {
-  return std::make_unique<ContiguousReader>(std::move(file), offset, dtype, swap,
+std::unique_ptr<SampleReader> make_contiguous_reader(File file, std::string where, int64_t offset,
+                                                     ir::DType dtype, bool swap,
+                                                     ir::Shape item_shape, int64_t items) {
+  return std::make_unique<ContiguousReader>(std::move(file), std::move(where), offset, dtype, swap,
                                             std::move(item_shape), items);
 }
 

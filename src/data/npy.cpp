@@ -180,11 +180,12 @@ Expected<NpyHeader> parse_npy_dict(std::string_view dict, const std::string& wha
   return h;
 }
 
-Expected<NpyHeader> read_npy_header(const File& file, int64_t base, int64_t limit,
+Expected<NpyHeader> read_npy_header(const ByteReader& read, int64_t size,
                                     const std::string& what) {
-  unsigned char pre[12] = {};
-  if (limit - base < 10) return invalid_input("{}: too short for a .npy file", what);
-  PTQ_RETURN_IF_ERROR(file.read_at(base, std::min<int64_t>(12, limit - base), pre));
+  if (size < 10) return invalid_input("{}: too short for a .npy file", what);
+  PTQ_ASSIGN_OR_RETURN(std::string pre_bytes, read(0, std::min<int64_t>(12, size)));
+  pre_bytes.resize(12, '\0');
+  const auto* pre = reinterpret_cast<const unsigned char*>(pre_bytes.data());
   if (std::memcmp(pre, kMagic, kMagicLen) != 0) {
     return invalid_input("{}: not a .npy file (bad magic)", what);
   }
@@ -194,24 +195,36 @@ Expected<NpyHeader> read_npy_header(const File& file, int64_t base, int64_t limi
     dict_len = pre[8] | (pre[9] << 8);
     dict_at = 10;
   } else if (major == 2 || major == 3) {
-    if (limit - base < 12) return invalid_input("{}: truncated .npy header", what);
+    if (size < 12) return invalid_input("{}: truncated .npy header", what);
     dict_len = le32(pre + 8);
     dict_at = 12;
   } else {
     return invalid_input("{}: unsupported .npy format version {}.{}", what, major, pre[7]);
   }
-  if (dict_len > limit - base - dict_at) {
+  if (dict_len > size - dict_at) {
     return invalid_input("{}: truncated .npy header (needs {} bytes, has {})", what,
-                         dict_at + dict_len, limit - base);
+                         dict_at + dict_len, size);
   }
-  PTQ_ASSIGN_OR_RETURN(std::string dict, file.read_string(base + dict_at, dict_len));
+  if (dict_len > kMaxNpyDictBytes) {
+    return invalid_input("{}: .npy header of {} bytes is longer than the {} this reader accepts",
+                         what, dict_len, kMaxNpyDictBytes);
+  }
+  PTQ_ASSIGN_OR_RETURN(std::string dict, read(dict_at, dict_len));
   PTQ_ASSIGN_OR_RETURN(NpyHeader h, parse_npy_dict(dict, what));
-  h.data_offset = base + dict_at + dict_len;
-  const int64_t have = limit - h.data_offset;
+  h.data_offset = dict_at + dict_len;
+  const int64_t have = size - h.data_offset;
   if (have < h.data_bytes()) {
     return invalid_input("{}: truncated: {} {} needs {} data bytes but has {}", what,
                          ir::dtype_name(h.dtype), ir::shape_str(h.shape), h.data_bytes(), have);
   }
+  return h;
+}
+
+Expected<NpyHeader> read_npy_header(const File& file, int64_t base, int64_t limit,
+                                    const std::string& what) {
+  auto read = [&](int64_t at, int64_t n) { return file.read_string(base + at, n); };
+  PTQ_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(read, limit - base, what));
+  h.data_offset += base;
   return h;
 }
 

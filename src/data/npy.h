@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -16,12 +17,22 @@ struct NpyHeader {
   ir::DType dtype = ir::DType::kUndefined;
   ir::Shape shape;
   bool swap = false;        // big-endian data: bytes must be swapped after reading
-  int64_t data_offset = 0;  // absolute offset of the first data byte in the File
+  int64_t data_offset = 0;  // offset of the first data byte (absolute in a File)
   int64_t data_bytes() const;
 };
 
-// Parses the header of the .npy bytes at [base, limit) of `file` and checks the data fits
-// before `limit`. `what` names the array in errors (the file, or "a.npz:x.npy").
+// The longest header dictionary read: NumPy writes a few hundred bytes, and a deflated
+// member's claimed length must not make the reader inflate gigabytes to find its end.
+inline constexpr int64_t kMaxNpyDictBytes = int64_t{1} << 20;
+
+// Reads `n` bytes at offset `at` of an array's bytes (a file, or a member inflated on demand).
+using ByteReader = std::function<Expected<std::string>(int64_t at, int64_t n)>;
+
+// Parses the header of an array of `size` bytes read through `read` (only the header's bytes
+// are asked for) and checks the data fits in them; data_offset is relative to the array's
+// first byte. `what` names the array in errors (the file, or "a.npz:x.npy").
+Expected<NpyHeader> read_npy_header(const ByteReader& read, int64_t size, const std::string& what);
+// The same for the .npy bytes at [base, limit) of `file`; data_offset is absolute.
 Expected<NpyHeader> read_npy_header(const File& file, int64_t base, int64_t limit,
                                     const std::string& what);
 // Parses the header dictionary text ("{'descr': '<f4', 'fortran_order': False, ...}").

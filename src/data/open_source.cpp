@@ -62,9 +62,29 @@ int64_t input_index(const fs::path& p) {
 Expected<Source> open_npy(Source src) {
   PTQ_ASSIGN_OR_RETURN(File f, File::open(src.path));
   PTQ_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(f, 0, f.size(), src.path));
-  src.entries.push_back({"", make_contiguous_reader(std::move(f), h.data_offset, h.dtype, h.swap,
-                                                    h.shape, 1)});
+  src.entries.push_back({"", make_contiguous_reader(std::move(f), src.path, h.data_offset, h.dtype,
+                                                    h.swap, h.shape, 1)});
   return src;
+}
+
+// One member's reader. Only its header is read (a deflated member's first bytes inflated), so
+// dtype and shape are checked, here and by bind(), before any data is decompressed.
+Expected<std::unique_ptr<SampleReader>> open_npz_member(const File& zip, const ZipMember& m,
+                                                        const std::string& what) {
+  PTQ_ASSIGN_OR_RETURN(int64_t at, member_data_offset(zip, m));
+  // Each member reads through its own descriptor.
+  PTQ_ASSIGN_OR_RETURN(File own, File::open(zip.name()));
+  if (m.method == 0) {
+    PTQ_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(zip, at, at + m.size, what));
+    return make_contiguous_reader(std::move(own), what, h.data_offset, h.dtype, h.swap, h.shape,
+                                  1);
+  }
+  auto prefix = [&](int64_t from, int64_t n) -> Expected<std::string> {
+    PTQ_ASSIGN_OR_RETURN(std::string bytes, inflate_prefix(zip, m, at, from + n));
+    return bytes.substr(static_cast<size_t>(from));
+  };
+  PTQ_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(prefix, m.size, what));
+  return make_deflated_member_reader(std::move(own), m, at, h, what);
 }
 
 Expected<Source> open_npz(Source src) {
@@ -76,17 +96,8 @@ Expected<Source> open_npz(Source src) {
     if (!m.name.ends_with(".npy")) {
       return invalid_input("'{}': member '{}' is not a .npy array", src.path, m.name);
     }
-    const std::string what = src.path + ":" + m.name;
-    PTQ_ASSIGN_OR_RETURN(int64_t at, member_data_offset(zip, m));
-    // Each member reads through its own descriptor: a copy of the zip, or its inflated copy.
-    PTQ_ASSIGN_OR_RETURN(File data,
-                         m.method == 8 ? inflate_member(zip, m, at) : File::open(src.path));
-    const int64_t base = m.method == 8 ? 0 : at;
-    PTQ_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(data, base, base + m.size, what));
-    std::string hint = m.name.substr(0, m.name.size() - 4);
-    auto reader = make_contiguous_reader(std::move(data), h.data_offset, h.dtype, h.swap,
-                                         h.shape, 1);
-    src.entries.push_back({std::move(hint), std::move(reader)});
+    PTQ_ASSIGN_OR_RETURN(auto reader, open_npz_member(zip, m, src.path + ":" + m.name));
+    src.entries.push_back({m.name.substr(0, m.name.size() - 4), std::move(reader)});
   }
   return src;
 }
@@ -111,8 +122,8 @@ Expected<Source> open_raw(Source src, const DatasetSpec& spec) {
                          src.path, f.size(), ir::shape_str(record), record_bytes);
   }
   const int64_t records = f.size() / record_bytes;
-  src.entries.push_back({"", make_contiguous_reader(std::move(f), 0, ir::DType::kFloat32, false,
-                                                    record, records)});
+  src.entries.push_back({"", make_contiguous_reader(std::move(f), src.path, 0,
+                                                    ir::DType::kFloat32, false, record, records)});
   return src;
 }
 

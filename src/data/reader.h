@@ -10,9 +10,11 @@
 
 #include "file.h"
 #include "image.h"
+#include "npy.h"
 #include "ptq/data.h"
 #include "ptq/ir.h"
 #include "ptq/status.h"
+#include "zip.h"
 
 namespace ptq::data {
 
@@ -47,6 +49,9 @@ class ItemsReader : public SampleReader {
   ItemsReader(std::string where, ir::DType dtype, ir::Shape item_shape, int64_t items,
               bool stacked);
   int64_t sample_bytes() const;
+  // Reads sample j of item `item` of an array of items stored one after another at `offset`.
+  Status read_stored(const File& file, int64_t offset, bool swap, int64_t item, int64_t j,
+                     void* dst) const;
   // Reads sample j of item `item` (j < samples per item) into dst.
   virtual Status read_from_item(int64_t item, int64_t j, void* dst) const = 0;
 
@@ -57,10 +62,17 @@ class ItemsReader : public SampleReader {
   bool stacked_;
 };
 
-// A contiguous run of samples in one file at `offset` (a .npy, an npz member, a raw .bin).
-std::unique_ptr<SampleReader> make_contiguous_reader(File file, int64_t offset, ir::DType dtype,
-                                                     bool swap, ir::Shape item_shape,
-                                                     int64_t items);
+// A contiguous run of samples in one file at `offset` (a .npy, a stored npz member, a raw
+// .bin); `where` names it in messages.
+std::unique_ptr<SampleReader> make_contiguous_reader(File file, std::string where, int64_t offset,
+                                                     ir::DType dtype, bool swap,
+                                                     ir::Shape item_shape, int64_t items);
+// A deflated npz member's array, whose header was read (inflate_prefix) without its data: the
+// member is inflated at the first read, so a dataset that bind() refuses never inflates it.
+std::unique_ptr<SampleReader> make_deflated_member_reader(File zip, ZipMember member,
+                                                          int64_t data_offset,
+                                                          const NpyHeader& header,
+                                                          std::string where);
 // One item per .npy file (headers are read now; data when asked).
 Expected<std::unique_ptr<SampleReader>> make_npy_files_reader(
     std::string where, std::vector<std::filesystem::path> files);

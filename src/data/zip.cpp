@@ -133,6 +133,9 @@ Expected<std::vector<ZipMember>> list_zip(const File& zip) {
     PTQ_RETURN_IF_ERROR(apply_zip64(cd.substr(p + 46 + name_len, extra_len), m,
                                     m.size == k32Max, m.compressed_size == k32Max,
                                     m.local_header_offset == k32Max, what));
+    if (m.size < 0 || m.compressed_size < 0 || m.local_header_offset < 0) {
+      return invalid_input("{}: corrupt zip (a ZIP64 size or offset above 2^63)", what);
+    }
     if (flags & 1) return invalid_input("{}: encrypted zip members are not supported", what);
     if (m.method != 0 && m.method != 8) {
       return invalid_input("{}: unsupported zip compression method {}", what, m.method);
@@ -158,6 +161,13 @@ Expected<int64_t> member_data_offset(const File& zip, const ZipMember& m) {
   }
   if (m.method == 0 && m.compressed_size != m.size) {
     return invalid_input("{}: corrupt zip (stored member with two sizes)", what);
+  }
+  // Deflate cannot do better than 1032:1 (a 258-byte match in under 2 bits): a larger recorded
+  // size is a lie that headers, sample counts and allocations must not trust.
+  constexpr int64_t kMaxDeflateRatio = 1032;
+  if (m.method == 8 && m.size / kMaxDeflateRatio > m.compressed_size) {
+    return invalid_input("{}: corrupt zip (records {} bytes, more than its {} deflated bytes hold)",
+                         what, m.size, m.compressed_size);
   }
   return at;
 }
@@ -194,6 +204,42 @@ struct Inflater {
 };
 
 }  // namespace
+
+Expected<std::string> inflate_prefix(const File& zip, const ZipMember& m, int64_t data_offset,
+                                     int64_t n) {
+  const std::string what = zip.name() + ":" + m.name;
+  if (n > m.size) return invalid_input("{}: needs {} bytes, the member has {}", what, n, m.size);
+  Inflater inf;
+  if (inflateInit2(&inf.z, -MAX_WBITS) != Z_OK) return runtime_error("{}: zlib init failed", what);
+  inf.live = true;
+  // Small reads: a header is a few hundred bytes, however large the member.
+  constexpr int64_t kChunk = 4096;
+  std::vector<unsigned char> in(kChunk);
+  std::string out(static_cast<size_t>(n), '\0');
+  int64_t read = 0;
+  inf.z.next_out = reinterpret_cast<unsigned char*>(out.data());
+  inf.z.avail_out = static_cast<uInt>(n);
+  while (inf.z.avail_out > 0) {
+    if (inf.z.avail_in == 0) {
+      if (read == m.compressed_size) {
+        return invalid_input("{}: corrupt deflate data (ends early)", what);
+      }
+      const int64_t k = std::min(kChunk, m.compressed_size - read);
+      PTQ_RETURN_IF_ERROR(zip.read_at(data_offset + read, k, in.data()));
+      read += k;
+      inf.z.next_in = in.data();
+      inf.z.avail_in = static_cast<uInt>(k);
+    }
+    const int rc = inflate(&inf.z, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END && inf.z.avail_out > 0) {
+      return invalid_input("{}: inflates to fewer bytes than its recorded {}", what, m.size);
+    }
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      return invalid_input("{}: corrupt deflate data near offset {}", what, data_offset + read);
+    }
+  }
+  return out;
+}
 
 Expected<File> inflate_member(const File& zip, const ZipMember& m, int64_t data_offset) {
   const std::string what = zip.name() + ":" + m.name;

@@ -24,6 +24,10 @@ struct ZipMember {
 Expected<std::vector<ZipMember>> list_zip(const File& zip);
 // Offset of the member's first data byte (after its local header).
 Expected<int64_t> member_data_offset(const File& zip, const ZipMember& member);
+// The first `n` bytes of a deflated member's data, inflating only as far as they reach (a
+// header read before the whole member is inflated); an error if the member is shorter.
+Expected<std::string> inflate_prefix(const File& zip, const ZipMember& member, int64_t data_offset,
+                                     int64_t n);
 // Inflates a deflated member into an anonymous temporary file (removed when the File closes),
 // checking its size and CRC; memory use stays constant whatever the member's size.
 Expected<File> inflate_member(const File& zip, const ZipMember& member, int64_t data_offset);

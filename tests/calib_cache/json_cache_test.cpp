@@ -148,5 +148,21 @@ TEST(JsonCache, ErrorsNameFileAndLine) {
   EXPECT_NE(error_of(no_method).find("method"), std::string::npos);
 }
 
+TEST(JsonCache, NumberBeyondDoubleIsAnErrorNotAThrow) {
+  // nlohmann throws out_of_range (not parse_error) for "1e999": found by fuzz_cache_reader
+  // (tests/fuzz/regressions/json_number_overflow.json).
+  std::string huge = json_cache_string(random_table(7));
+  const size_t amax = huge.find("\"amax\":");
+  huge.replace(amax, 7, "\"amax\":1e999,\"was\":");
+  const auto before = std::string_view(huge).substr(0, amax);
+  const int line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+  const std::string message = error_of(huge);
+  EXPECT_NE(message.find(fmt::format("bad.json:{}: invalid JSON: number overflow parsing '1e999'",
+                                     line)),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ptq::calib

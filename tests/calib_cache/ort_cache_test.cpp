@@ -92,6 +92,12 @@ TEST(OrtCache, JsonErrors) {
   auto syntax = parse_ort_json("{\n\"a\": [1.0,\n", "s.json");
   ASSERT_FALSE(syntax.has_value());
   EXPECT_NE(syntax.status().message().find("s.json:"), std::string::npos);
+  // A number beyond double's range: an error on its line, not an escaping exception.
+  auto overflow = parse_ort_json("{\"a\": [1.0, 2.0],\n \"b\": [0, -1e400]}", "n.json");
+  ASSERT_FALSE(overflow.has_value());
+  EXPECT_NE(overflow.status().message().find("n.json:2: invalid JSON: number overflow"),
+            std::string::npos)
+      << overflow.status().message();
 }
 
 }  // namespace

@@ -180,5 +180,26 @@ TEST(Image, Errors) {
   EXPECT_INVALID(corrupt->read(0, 1), "cannot decode image");
 }
 
+TEST(Image, HuffmanTableOfMoreThan256CodesIsRefusedBeforeStbReadsIt) {
+  // stb_image 2.27 overflows its tables on such a DHT; before the frame header, stbi_info
+  // (at open) reads it too. Here one sits right after SOI of a valid JPEG: 16 counts of 32.
+  TempDir dir;
+  const std::string jpeg = read_bytes(fixtures() / "jpeg" / "smooth.jpg");
+  const std::string dht = std::string("\xff\xc4\x00\x13\x00", 5) + std::string(16, '\x20');
+  fs::create_directories(dir / "early");
+  write_bytes(dir / "early" / "a.jpg", jpeg.substr(0, 2) + dht + jpeg.substr(2));
+  EXPECT_INVALID(Dataset::open(spec_of({(dir / "early").string()})),
+                 "a.jpg: corrupt JPEG (a Huffman table at offset 6 holds 512 codes, more "
+                 "than 256)");
+  // After the frame header only the decoder reads it: refused at the first read.
+  const size_t sos = jpeg.find("\xff\xda");
+  ASSERT_NE(sos, std::string::npos);
+  fs::create_directories(dir / "late");
+  write_bytes(dir / "late" / "b.jpg", jpeg.substr(0, sos) + dht + jpeg.substr(sos));
+  auto late = Dataset::open(spec_of({(dir / "late").string()}));
+  ASSERT_TRUE(late.has_value()) << late.status().message();
+  EXPECT_INVALID(late->read(0, 1), "b.jpg: corrupt JPEG (a Huffman table at offset");
+}
+
 }  // namespace
 }  // namespace ptq::data::test

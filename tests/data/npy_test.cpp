@@ -164,5 +164,14 @@ TEST(Npy, NpyWriterStreamsRowsAndCommitsAtomically) {
   EXPECT_FALSE(fs::exists(dir / "short.npy"));
 }
 
+TEST(Npy, SamplesWithoutValuesAreRefused) {
+  // 10^14 samples of shape (0): no data bytes bound the count, which the dataset's sample
+  // order would allocate (found while writing fuzz_npy_reader).
+  TempDir dir;
+  write_bytes(dir / "empty_rows.npy", npy_bytes("<f4", {100000000000000, 0}, ""));
+  EXPECT_INVALID(Dataset::open(spec_of({(dir / "empty_rows.npy").string()})),
+                 "empty_rows.npy gives samples of shape [0], which hold no values");
+}
+
 }  // namespace
 }  // namespace ptq::data::test

@@ -1,15 +1,21 @@
 #!/usr/bin/python3
-"""Writes the seed corpus of fuzz_model_reader: a few tiny valid ONNX models and broken variants
-(each < 10 KB). Deterministic; run it again after changing it:
+"""Writes the seed corpora of the fuzz targets, one folder each (every file < 10 KB):
+model/ (fuzz_model_reader: tiny valid ONNX models and broken variants), npy/, npz/, image/ and
+cache/ (arrays, archives, PNG/JPEG images and calibration caches of every format, as NumPy,
+Pillow and ptqkit write them, and a few broken ones). Deterministic; run it again after
+changing it:
 
     /usr/bin/python3 tests/fuzz/make_corpus.py tests/fuzz/corpus
 """
+import io
 import os
 import sys
+import zipfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from PIL import Image
 
 
 def relu():
@@ -121,8 +127,7 @@ def op_zoo():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def main(out):
-    os.makedirs(out, exist_ok=True)
+def model_seeds():
     seeds = {
         "relu.onnx": relu().SerializeToString(),
         "conv_qdq.onnx": conv_qdq().SerializeToString(),
@@ -144,10 +149,130 @@ def main(out):
     old.ir_version = 2
     seeds["ir2.onnx"] = old.SerializeToString()
     seeds["garbage.onnx"] = bytes(range(256))
-    for name, data in seeds.items():
-        assert len(data) < 10240, name
-        with open(os.path.join(out, name), "wb") as f:
-            f.write(data)
+    return seeds
+
+
+def npy(arr, version=None):
+    f = io.BytesIO()
+    np.lib.format.write_array(f, arr, version=version)
+    return f.getvalue()
+
+
+def npy_seeds():
+    rng = np.random.default_rng(3)
+    f4 = rng.standard_normal((3, 2, 2)).astype("<f4")
+    return {
+        "f4.npy": npy(f4),
+        "f2_v2.npy": npy(f4.astype("<f2"), (2, 0)),
+        "f8_v3.npy": npy(f4.astype("<f8"), (3, 0)),
+        "be_i8.npy": npy(np.arange(6, dtype=">i8").reshape(3, 2)),
+        "u1.npy": npy(np.arange(5, dtype="u1")),
+        "b1.npy": npy(np.array([[True, False], [False, True]])),
+        "scalar.npy": npy(np.array(1.5, "<f4")),
+        "empty.npy": npy(np.zeros((0, 3), "<f4")),
+        "fortran.npy": npy(np.asfortranarray(f4[0])),
+        "truncated.npy": npy(f4)[:-5],
+    }
+
+
+def zip_bytes(members, compression, zip64=False):
+    """An npz as np.savez writes it, with fixed timestamps so the bytes are reproducible."""
+    f = io.BytesIO()
+    with zipfile.ZipFile(f, "w", compression) as z:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = compression
+            with z.open(info, "w", force_zip64=zip64) as m:
+                m.write(data)
+    return f.getvalue()
+
+
+def npz_seeds():
+    rng = np.random.default_rng(4)
+    members = {"x.npy": npy(rng.standard_normal((4, 3)).astype("<f4")),
+               "y.npy": npy(np.arange(4, dtype="<i8"))}
+    stored, deflated = zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED
+    return {
+        "stored.npz": zip_bytes(members, stored),
+        "deflated.npz": zip_bytes(members, deflated),
+        "zip64.npz": zip_bytes(members, deflated, zip64=True),
+        "unnamed.npz": zip_bytes({"arr_0.npy": members["x.npy"]}, deflated),
+        "not_npy.npz": zip_bytes({"readme.txt": b"hello"}, stored),
+        "empty.npz": zip_bytes({}, stored),
+    }
+
+
+def image(mode, size, fmt, **options):
+    rng = np.random.default_rng(5)
+    channels = {"L": 1, "RGB": 3, "RGBA": 4}[mode]
+    px = rng.integers(0, 256, (size[1], size[0], channels), dtype=np.uint8)
+    f = io.BytesIO()
+    Image.fromarray(px[:, :, 0] if channels == 1 else px, mode).save(f, fmt, **options)
+    return f.getvalue()
+
+
+def image_seeds():
+    palette = Image.new("P", (5, 3))
+    palette.putpalette([i % 256 for i in range(768)])
+    p = io.BytesIO()
+    palette.save(p, "PNG")
+    return {
+        "rgb.png": image("RGB", (7, 5), "PNG"),
+        "gray.png": image("L", (4, 6), "PNG"),
+        "rgba_interlaced.png": image("RGBA", (9, 7), "PNG", interlace=1),
+        "palette.png": p.getvalue(),
+        "baseline.jpg": image("RGB", (16, 12), "JPEG", quality=90),
+        "progressive.jpg": image("RGB", (17, 9), "JPEG", progressive=True),
+        "gray.jpg": image("L", (8, 8), "JPEG"),
+        "subsampled.jpg": image("RGB", (19, 21), "JPEG", subsampling=2),
+    }
+
+
+def cache_seeds():
+    """A ptqkit JSON cache as docs/CACHE_FORMAT.md shows it, and the others ptqkit reads."""
+    json_cache = (
+        '{\n'
+        '  "calibration": {"backend":"cpu","batch":2,"date":"2024-05-01T12:00:00Z",'
+        '"histogram_bins":2048,"ignore_nonfinite":false,"method":"percentile",'
+        '"params":{"percentile":99.99},"ptqkit_version":"0.1.0","samples":2},\n'
+        '  "format": "ptqkit-calibration",\n'
+        '  "model": {"graph_sha256":"5f0c","inputs":[{"name":"input","shape":[2,3]}],'
+        '"opset":17},\n'
+        '  "provenance": {"trt_version":"8.6.1"},\n'
+        '  "tensors": {\n'
+        '    "conv1/Relu:0": {"amax":3.0,"count":3,"histogram":{"bins":2048,'
+        '"counts":[[0,2],[2047,1]],"range":3.0},"max":3.0,"min":0.0,"nonfinite":0,'
+        '"scale":0.023622047244094488},\n'
+        '    "input": {"amax":2.0,"count":6,"max":2.0,"min":null,"nonfinite":0,"scale":1e300}\n'
+        '  },\n'
+        '  "version": 1\n'
+        '}\n')
+    return {
+        "ptqkit.json": json_cache.encode(),
+        "tensorrt.cache": b"TRT-8601-EntropyCalibration2\n/layer1/conv/Conv_output_0: 40008102\n"
+                          b"input: 3c010204\nname:with: colons: 7f800000\r\n\n",
+        "tensorrt10.cache": b"TRT-100300-MinMaxCalibration\ninput: 3c010204\n",
+        "ort.cache": b"input 2.5\nconv1/Relu:0 -0.125\nnan_tensor nan\nbig 1e308\n",
+        "ort_minmax.json": b'{"input": [-1.5, 2.0], "relu": [0, 3e38]}\n',
+        "ort_tensors_data.json": (
+            b'{"CLS": "TensorsData", "calibration_method": {"CLS": "CalibrationMethod", '
+            b'"value": "CalibrationMethod.Entropy"}, "data": {"input": {"CLS": "TensorData", '
+            b'"lowest": {"CLS": "numpy.array", "data": [-1.0], "dtype": "float32"}, '
+            b'"highest": {"CLS": "numpy.array", "data": [[2.0]], "dtype": "float32"}, '
+            b'"hist": [1, 2]}}}\n'),
+    }
+
+
+def main(out):
+    corpora = {"model": model_seeds(), "npy": npy_seeds(), "npz": npz_seeds(),
+               "image": image_seeds(), "cache": cache_seeds()}
+    for target, seeds in corpora.items():
+        folder = os.path.join(out, target)
+        os.makedirs(folder, exist_ok=True)
+        for name, data in seeds.items():
+            assert len(data) < 10240, name
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """Writes the minimized inputs that once crashed libonnx 1.12's shape inference under the model
-reader (found by fuzz_model_reader and by probing every op schema; see regressions/README).
-Deterministic; the fuzzer's own finds (conv_pool_shape_inference.onnx,
-gemm_duplicate_opset.onnx) are kept verbatim and not written here:
+reader (found by fuzz_model_reader and by probing every op schema), and the hand-made inputs
+that crashed or misled the data and cache readers (see regressions/README). Deterministic; the
+fuzzers' own finds (conv_pool_shape_inference.onnx, gemm_duplicate_opset.onnx, the .jpg files)
+are kept verbatim and not written here:
 
     /usr/bin/python3 tests/fuzz/make_regressions.py tests/fuzz/regressions
 """
 import os
+import struct
 import sys
+import zlib
 
 import numpy as np
 import onnx
@@ -81,10 +84,49 @@ def cases():
     }
 
 
+def npy_header(descr, shape):
+    d = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, ", ".join(str(x) for x in shape))
+    d += " " * ((-(10 + len(d) + 1)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(d)) + d.encode()
+
+
+def npz_member_beyond_deflate():
+    """A deflated member whose directory records 2^40 bytes (its header claims as much) for a
+    stream of a few bytes: more than deflate's 1032:1 can hold."""
+    header = npy_header("<f4", [1 << 38])
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    stream = c.compress(header) + c.flush()
+    size = len(header) + (1 << 40)
+    name = b"x.npy"
+    extra = struct.pack("<HHQQ", 1, 16, size, len(stream))
+    local = struct.pack("<IHHHHHIIIHH", 0x04034b50, 45, 0, 8, 0, 0x21, zlib.crc32(header),
+                        0xffffffff, 0xffffffff, len(name), len(extra)) + name + extra
+    central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 45, 45, 0, 8, 0, 0x21,
+                          zlib.crc32(header), 0xffffffff, 0xffffffff, len(name), len(extra),
+                          0, 0, 0, 0, 0) + name + extra
+    at = len(local) + len(stream)
+    end = struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, 1, 1, len(central), at, 0)
+    return local + stream + central + end
+
+
+def reader_cases():
+    return {
+        # 10^14 samples of shape (0,): no bytes bound the count the dataset allocated for.
+        "npy_zero_width_samples.npy": npy_header("<f4", [100000000000000, 0]),
+        "npz_member_beyond_deflate.npz": npz_member_beyond_deflate(),
+        # nlohmann throws out_of_range, not parse_error, for a number beyond double's range.
+        "ort_json_number_overflow.json": b'{"x": [-1, 2],\n "y": [0, 1e999]}\n',
+        "ptqkit_json_number_overflow.json":
+            b'{"format": "ptqkit-calibration",\n "version": 1e999}\n',
+    }
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
-    for name, m in cases().items():
-        data = m.SerializeToString()
+    files = {name: m.SerializeToString() for name, m in cases().items()}
+    files.update(reader_cases())
+    for name, data in files.items():
         assert len(data) < 4096, name
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
