@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "method_options.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
 #include "ptq/calibrators.h"
@@ -36,11 +37,10 @@ struct OutputOptions {
   std::string ort_json_style = "minmax";
 };
 
-// A method to recompute amax with ("" = keep the table's).
-struct MethodOptions {
-  std::string method;
-  double percentile = 99.99;
-  CLI::Option* percentile_option = nullptr;
+// A method to recompute amax with (name "" = keep the table's) and its options.
+struct MethodChoice {
+  calib::MethodConfig config{.name = ""};
+  MethodOptions options;
 };
 
 struct CacheOptions {
@@ -51,10 +51,10 @@ struct CacheOptions {
   std::string convert_in;
   std::string convert_from_qdq;  // a Q/DQ model to read the activation scales of (ptq_report)
   OutputOptions convert_out;
-  MethodOptions convert_method;
+  MethodChoice convert_method;
   std::vector<std::string> shards;
   OutputOptions merge_out;
-  MethodOptions merge_method;
+  MethodChoice merge_method;
   bool force = false;
   bool drop_histograms = false;
 };
@@ -85,15 +85,11 @@ Status write_output(const calib::CalibrationTable& table, const OutputOptions& o
 }
 
 // The method to apply, or nullopt to keep the table's.
-Expected<std::optional<calib::MethodConfig>> method_config(const MethodOptions& m) {
-  const bool has_p = m.percentile_option != nullptr && m.percentile_option->count() > 0;
-  if (m.method.empty()) {
-    if (has_p) return usage_error("--percentile needs --method percentile");
-    return std::optional<calib::MethodConfig>();
-  }
-  calib::MethodConfig config{m.method, m.percentile};
-  PTQ_RETURN_IF_ERROR(config.validate());
-  return std::optional<calib::MethodConfig>(config);
+Expected<std::optional<calib::MethodConfig>> method_config(const MethodChoice& m) {
+  PTQ_RETURN_IF_ERROR(m.options.check_given_with_method(m.config));
+  if (m.config.name.empty()) return std::optional<calib::MethodConfig>();
+  PTQ_RETURN_IF_ERROR(m.config.validate());
+  return std::optional<calib::MethodConfig>(m.config);
 }
 
 Expected<calib::CalibrationTable> read(const std::string& path, bool quiet) {
@@ -110,18 +106,15 @@ void add_output_options(CLI::App& sub, OutputOptions& o) {
   sub.add_option("--format", o.format, "json, tensorrt, ort or ort-json (default: from the name)");
   sub.add_option("--trt-version", o.trt_version, "TensorRT version of a TensorRT cache header")
       ->capture_default_str();
-  sub.add_option("--trt-algo", o.trt_algo,
-                 "TensorRT cache algorithm name (needed for percentile and mse results)");
+  sub.add_option("--trt-algo", o.trt_algo, trt_algo_help());
   sub.add_option("--ort-json-style", o.ort_json_style,
                  "ONNX Runtime JSON: minmax ({name: [min, max]}) or tensors-data")
       ->capture_default_str();
 }
 
-void add_method_options(CLI::App& sub, MethodOptions& m, const std::string& what) {
-  sub.add_option("--method", m.method,
-                 what + ": entropy, minmax, percentile or mse (needs stored histograms)");
-  m.percentile_option =
-      sub.add_option("--percentile", m.percentile, "percentile for --method percentile");
+void add_method_choice(CLI::App& sub, MethodChoice& m, const std::string& what) {
+  m.options = add_method_options(
+      sub, m.config, {.what = what, .suffix = " (needs stored histograms)", .show_default = false});
 }
 
 // ---- show -----------------------------------------------------------------------------------
@@ -305,12 +298,12 @@ Runner register_cache(CLI::App& app, GlobalOptions& global) {
                       "instead of a cache")
       ->excludes(convert_in);
   add_output_options(*convert, o->convert_out);
-  add_method_options(*convert, o->convert_method, "recompute amax with this method");
+  add_method_choice(*convert, o->convert_method, "recompute amax with this method");
 
   CLI::App* merge = app.add_subcommand("merge", "merge caches calibrated on different data shards");
   merge->add_option("shards", o->shards, "shard caches (ptqkit JSON)")->required()->expected(1, -1);
   add_output_options(*merge, o->merge_out);
-  add_method_options(*merge, o->merge_method, "method of the merged table (default: the shards')");
+  add_method_choice(*merge, o->merge_method, "method of the merged table (default: the shards')");
   merge->add_flag("--force", o->force, "merge shards of different model hashes");
   merge->add_flag("--drop-histograms", o->drop_histograms,
                   "merge shards binned over different ranges as a min-max table");

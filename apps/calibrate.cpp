@@ -1,4 +1,4 @@
-// `ptq calibrate MODEL --data SRC [--method entropy|minmax|percentile|mse] [--percentile P]
+// `ptq calibrate MODEL --data SRC [--method M] [--percentile P]
 //  [--samples N] [--batch N] [--backend cpu|vulkan] [--threads N] [--workers N] -o CACHE.json
 //  [--trt-cache CACHE.cache] [--trt-version 8.6.1] [--trt-algo NAME] [--all-tensors]
 //  [--ignore-nonfinite] [--seed S --shuffle] [--ranges-only | --ranges RANGES.json]`
@@ -8,8 +8,6 @@
 // The date recorded in the cache is the current time, or SOURCE_DATE_EPOCH when set (the
 // reproducible-builds convention), so runs can be compared byte for byte.
 #include <algorithm>
-#include <chrono>
-#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -20,6 +18,7 @@
 #include "backend_options.h"
 #include "command.h"
 #include "data_options.h"
+#include "method_options.h"
 #include "phase_times.h"
 #include "progress.h"
 #include "run_date.h"
@@ -35,8 +34,7 @@ struct CalibrateOptions {
   std::string model;
   DataOptions data;
   BackendOptions backend;
-  std::string method = "entropy";
-  double percentile = 99.99;
+  calib::MethodConfig method;
   int threads = 0;  // 0: all hardware threads
   int workers = 0;  // 0: make_calibration_engines chooses
   std::string out;
@@ -48,13 +46,6 @@ struct CalibrateOptions {
   bool ranges_only = false;
   std::string ranges;
 };
-
-// Test hook: PTQ_TEST_CALIBRATE_DELAY_MS=N sleeps N ms after each batch and prints a marker
-// line, so a test can kill a run at a known point. Never set outside tests.
-int test_delay_ms() {
-  const char* env = std::getenv("PTQ_TEST_CALIBRATE_DELAY_MS");
-  return env != nullptr ? std::max(0, std::atoi(env)) : -1;
-}
 
 void report_nonfinite(const calib::CalibrationTable& table) {
   int64_t total = 0;
@@ -70,8 +61,7 @@ void report_nonfinite(const calib::CalibrationTable& table) {
 
 Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   calibration::CalibrationOptions co;
-  co.method.name = o.method;
-  co.method.percentile = o.percentile;
+  co.method = o.method;
   PTQ_RETURN_IF_ERROR(co.method.validate());
   if (o.ranges_only && !o.ranges.empty()) {
     return usage_error("--ranges-only and --ranges are the two phases of a sharded run: give one");
@@ -80,7 +70,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   const calib::TrtWriteOptions trt_options{trt_version, o.trt_algo};
   if (!o.trt_cache.empty()) {  // refuse a cache header TensorRT would reject before running
     calib::CalibrationTable probe;
-    probe.method = o.ranges_only ? "minmax" : o.method;
+    probe.method = o.ranges_only ? "minmax" : o.method.name;
     PTQ_RETURN_IF_ERROR(calib::trt_cache_string(probe, trt_options).status());
   }
   const int threads = o.threads > 0 ? o.threads
@@ -113,7 +103,6 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   co.threads = threads;
   co.backend = o.backend.backend;
   ProgressLine line("calibrate", "samples", dataset.size(), global.quiet);
-  const int delay = test_delay_ms();
   int stage = 0;
   co.progress = [&](const calibration::Progress& p) -> Status {
     if (p.pass != stage) {
@@ -121,11 +110,6 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
       line.set_stage(fmt::format("pass {}/{}", p.pass, p.passes), p.samples_total);
     }
     line.update(p.samples_done);
-    if (delay >= 0) {
-      fmt::print(stderr, "ptq calibrate: test: pass {} {}/{}\n", p.pass, p.samples_done,
-                 p.samples_total);
-      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-    }
     return Status::ok();
   };
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
@@ -154,19 +138,14 @@ Runner register_calibrate(CLI::App& app, GlobalOptions& global) {
   app.add_option("model", o->model, "ONNX model (float)")->required();
   add_data_options(app, o->data, {.default_batch = 16});
   add_backend_options(app, o->backend);
-  app.add_option("--method", o->method, "entropy, minmax, percentile or mse")
-      ->capture_default_str();
-  app.add_option("--percentile", o->percentile, "percentile of |x| kept by --method percentile")
-      ->capture_default_str();
+  add_method_options(app, o->method, {});
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   add_workers_option(app, o->workers);
   app.add_option("-o,--out", o->out, "the ptqkit JSON cache to write")->required();
   app.add_option("--trt-cache", o->trt_cache, "also write a TensorRT text calibration cache");
   app.add_option("--trt-version", o->trt_version, "TensorRT version of the cache header")
       ->capture_default_str();
-  app.add_option("--trt-algo", o->trt_algo,
-                 "TensorRT cache algorithm name (needed for percentile and mse, e.g. "
-                 "EntropyCalibration2)");
+  app.add_option("--trt-algo", o->trt_algo, trt_algo_help());
   app.add_flag("--all-tensors", o->all_tensors,
                "calibrate every float activation, not only those the planner may quantize");
   app.add_flag("--ignore-nonfinite", o->ignore_nonfinite,

@@ -12,15 +12,15 @@
 // version converter (ptq::onnx::convert_opset) before anything else, so calibration measures
 // the tensors the planner will see; the cache is checked against the model as given, as
 // stripped and as converted (any of them is the same model); the planner decides with the
-// input shapes of the data, the cache or --input-shape (quantize_shapes.h), and the written
-// model keeps its symbolic dims; it passes the full ONNX check before it is saved.
+// input shapes of the data, the cache or --input-shape (calibration::resolve_plan_shapes), and
+// the written model keeps its symbolic dims; it passes the full ONNX check before it is saved;
+// ranges that clip much of their tensor are reported (report::clipping_warnings).
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,14 +30,16 @@
 #include "backend_options.h"
 #include "command.h"
 #include "data_options.h"
+#include "method_options.h"
 #include "progress.h"
-#include "quantize_shapes.h"
+#include "input_shapes.h"
 #include "run_date.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
-#include "ptq/metrics.h"
 #include "ptq/onnx.h"
 #include "ptq/planner.h"
+#include "ptq/report.h"
+#include "ptq/runtime.h"
 
 namespace ptq::apps {
 
@@ -50,8 +52,7 @@ struct QuantizeOptions {
   std::string out;
   DataOptions data;
   BackendOptions backend;
-  std::string method = "entropy";
-  double percentile = 99.99;
+  calib::MethodConfig method;
   int threads = 0;
   int workers = 0;  // calibration workers (0: make_calibration_engines chooses)
   bool ignore_nonfinite = false;
@@ -125,31 +126,10 @@ int64_t file_bytes(const fs::path& p) {
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
-// Every value name of the graph (inputs, initializers, node outputs).
-std::set<std::string> value_names(const ir::Graph& g) {
-  std::set<std::string> names;
-  for (const ir::ValueInfo& v : g.inputs) names.insert(v.name);
-  for (const ir::Initializer& i : g.initializers()) names.insert(i.name);
-  for (const ir::Node& n : g.nodes) names.insert(n.outputs.begin(), n.outputs.end());
-  return names;
-}
-
-// What a cache may match: the graph hash of every form of the model (as given, stripped,
-// converted), and for a model ptqkit quantized, the hash of the cache it was quantized with
-// (its ptqkit.cache_hash metadata), so --requantize accepts that cache although stripping
-// cannot give back the float weights the cache's graph hash was taken of.
-struct Identities {
-  std::vector<std::string> graph_hashes;
-  std::string cache_hash;
-};
-
 // The model as the planner must see it: Q/DQ stripped (--requantize), opset converted when a
 // plain version raise is not enough.
-Status prepare_model(ir::Model& model, const QuantizeOptions& o, Identities& ids,
+Status prepare_model(ir::Model& model, const QuantizeOptions& o, calibration::ModelForms& forms,
                      const GlobalOptions& global) {
-  std::vector<std::string>& hashes = ids.graph_hashes;
-  hashes.push_back(onnx::graph_hash(model));
-  if (const std::string* h = model.metadata("ptqkit.cache_hash")) ids.cache_hash = *h;
   if (planner::has_quantization(model)) {
     if (!o.requantize) {
       return invalid_input("{} is already quantized ({} QuantizeLinear, {} DequantizeLinear); "
@@ -159,13 +139,13 @@ Status prepare_model(ir::Model& model, const QuantizeOptions& o, Identities& ids
     }
     PTQ_ASSIGN_OR_RETURN(int64_t removed, planner::strip_qdq(model));
     warn(global, fmt::format("--requantize: removed {} quantization node(s) from {}", removed, o.model));
-    hashes.push_back(onnx::graph_hash(model));
+    forms.add(model);
   }
   const int64_t opset = model.opset();
   if (opset < 13 && !planner::check_opset_upgradable(model).is_ok()) {
     PTQ_RETURN_IF_ERROR(onnx::convert_opset(model, 13));
     warn(global, fmt::format("converted {} from opset {} to 13 (libonnx version converter)", o.model, opset));
-    hashes.push_back(onnx::graph_hash(model));
+    forms.add(model);
   }
   return Status::ok();
 }
@@ -175,8 +155,7 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
                                                 const GlobalOptions& global,
                                                 onnx::InputShapes& fed) {
   calibration::CalibrationOptions co;
-  co.method.name = o.method;
-  co.method.percentile = o.percentile;
+  co.method = o.method;
   PTQ_RETURN_IF_ERROR(co.method.validate());
   PTQ_ASSIGN_OR_RETURN(co.date, run_date());
   co.plan = plan;
@@ -184,7 +163,7 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   co.threads = threads;
   co.backend = o.backend.backend;
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
-  fed = fed_shapes(dataset);
+  fed = calibration::fed_shapes(dataset);
   PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines, make_calibration_engines(model, o.backend, threads,
                                                                            o.workers, global.quiet));
   ProgressLine line("quantize", "samples", dataset.size(), global.quiet);
@@ -203,32 +182,16 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   return table;
 }
 
-// Reads --cache and checks it against the model (any of its forms' hashes).
+// Reads --cache, refused when calibrated for another graph than any form of the model.
 Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model, const QuantizeOptions& o,
                                                      const planner::PlanOptions& plan,
-                                                     const Identities& ids,
+                                                     const calibration::ModelForms& forms,
                                                      const GlobalOptions& global) {
-  calib::Warnings warnings;
-  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table, calib::read_cache(o.cache, &warnings));
-  for (const std::string& w : warnings) warn(global, w);
-  const std::vector<std::string>& hashes = ids.graph_hashes;
-  const std::string& recorded = table.model.graph_sha256;
-  const bool same = std::find(hashes.begin(), hashes.end(), recorded) != hashes.end() ||
-                    (!ids.cache_hash.empty() &&
-                     ids.cache_hash == onnx::sha256_hex(calib::json_cache_string(table)));
-  if (!same) {
-    PTQ_RETURN_IF_ERROR(calib::require_same_model(table, hashes.front(), o.cache, o.force));
-    if (!recorded.empty()) warn(global, fmt::format("--force: using {}, calibrated for another graph", o.cache));
-  }
-  PTQ_ASSIGN_OR_RETURN(std::vector<std::string> expected, planner::quantizable_activations(model, plan));
-  calib::ModelCheck check = calib::check_model(table, hashes.back(), expected);
-  check.hash_matches = true;  // settled above
-  // Entries for tensors the model has but this plan does not quantize (an --exclude, say) are
-  // expected; only names the model does not have at all are reported.
-  const std::set<std::string> values = value_names(model.graph);
-  std::erase_if(check.extra, [&](const std::string& t) { return values.count(t) != 0; });
-  for (const std::string& w : calib::describe(check)) warn(global, fmt::format("{}: {}", o.cache, w));
-  return table;
+  PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
+                       calibration::read_cache_for(model, forms, o.cache,
+                                                   {.force = o.force, .plan = &plan}));
+  for (const std::string& w : cache.warnings) warn(global, w);
+  return std::move(cache.table);
 }
 
 Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions& o,
@@ -262,39 +225,6 @@ std::string list_head(const std::vector<std::string>& names, size_t limit = 12) 
   return s;
 }
 
-// A calibrated range that clips more than this fraction of a tensor's values is reported.
-// Well-calibrated activations clip under 0.1 %; a spike (specs/quantization.md, "Known snags")
-// makes entropy calibration clip several percent (the example's stem output: ~10 %).
-constexpr double kClipWarning = 0.01;
-
-// One warning per activation QuantizeLinear whose range clips over kClipWarning of the
-// calibration values, naming the quantized nodes that read it.
-std::vector<std::string> clipping_warnings(const ir::Model& q, const calib::CalibrationTable& table) {
-  std::vector<std::string> out;
-  const ir::GraphIndex index(q.graph);
-  for (const ir::Node& n : q.graph.nodes) {
-    if (n.op_type != "QuantizeLinear" || n.inputs.size() < 2) continue;
-    const calib::TensorRange* r = table.find(n.inputs[0]);
-    const ir::Tensor* scale = q.graph.initializer(n.inputs[1]);
-    if (r == nullptr || scale == nullptr || scale->size() != 1) continue;
-    const ir::Tensor* zp = n.inputs.size() > 2 ? q.graph.initializer(n.inputs[2]) : nullptr;
-    if (zp != nullptr && zp->as_int64(0) != 0) continue;  // asymmetric: not a |x| range
-    const double amax = scale->as_double(0) * 127.0;
-    const std::optional<double> clipped = metrics::clipped_fraction(*r, amax);
-    if (!clipped || *clipped <= kClipWarning) continue;
-    std::vector<std::string> readers;
-    for (size_t dq : index.consumers(n.outputs[0])) {
-      for (size_t c : index.consumers(q.graph.nodes[dq].outputs[0])) readers.push_back(q.graph.nodes[c].name);
-    }
-    out.push_back(fmt::format(
-        "the range of '{}' (amax {:.4g}, max |x| {:.4g}, {} calibration) clips {:.1f}% of its "
-        "values, so a spike in the data (e.g. a constant background) decided it; {} read it "
-        "quantized and may lose accuracy (--exclude them, or use --method percentile or minmax)",
-        n.inputs[0], amax, r->hist_max, table.method, 100.0 * *clipped, fmt::join(readers, ", ")));
-  }
-  return out;
-}
-
 void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
                    int64_t before_weights, const ir::Model& after, const std::string& method) {
   fmt::print("wrote {} (target {}, {} calibration)\n", o.out, o.target, method);
@@ -311,12 +241,13 @@ void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
              size_str(out_file), size_str(before_weights), size_str(weight_bytes(after)));
 }
 
-// Where the planner's input shapes come from, in order (see quantize_shapes.h). A cache's
-// record of an input without a shape (rank unknown) says nothing.
-std::vector<ShapeSource> shape_sources(const QuantizeOptions& o, const onnx::InputShapes& fed,
+// Where the planner's input shapes come from, in order (calibration::resolve_plan_shapes). A
+// cache's record of an input without a shape (rank unknown) says nothing.
+std::vector<calibration::ShapeSource> shape_sources(const QuantizeOptions& o,
+                                                    const onnx::InputShapes& fed,
                                        const calib::CalibrationTable& table,
                                        onnx::InputShapes flags) {
-  std::vector<ShapeSource> sources;
+  std::vector<calibration::ShapeSource> sources;
   if (!o.data.data.empty()) {
     sources.push_back({"--data", fed});
   } else {
@@ -340,25 +271,27 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
 
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   const int64_t before_weights = weight_bytes(model);
-  Identities ids;
-  PTQ_RETURN_IF_ERROR(prepare_model(model, o, ids, global));
+  calibration::ModelForms forms(model);
+  PTQ_RETURN_IF_ERROR(prepare_model(model, o, forms, global));
 
   calib::CalibrationTable table;
   onnx::InputShapes fed;
   if (have_data) {
     PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global, fed));
   } else {
-    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, ids, global));
+    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, forms, global));
   }
   PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
 
   plan.method = table.method;
   plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
-  PTQ_RETURN_IF_ERROR(resolve_plan_shapes(
-      model, shape_sources(o, fed, table, std::move(flag_shapes)), threads, plan));
+  plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
+  const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
+  PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
+      model, shape_sources(o, fed, table, std::move(flag_shapes)), *cpu, threads, plan));
   PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
   for (const std::string& w : result.warnings) warn(global, w);
-  for (const std::string& w : clipping_warnings(model, table)) warn(global, w);
+  for (const std::string& w : report::clipping_warnings(model, table)) warn(global, w);
   if (Status s = onnx::check_model(model); !s.is_ok()) {
     return runtime_error("the quantized model fails the ONNX check (a ptqkit bug): {}", s.message());
   }
@@ -380,10 +313,7 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("-o,--out", o->out, "the quantized model to write (.onnx)")->required();
   add_data_options(app, o->data, {.required = false, .default_batch = 16});
   add_backend_options(app, o->backend);
-  app.add_option("--method", o->method, "calibration method with --data: entropy, minmax, percentile or mse")
-      ->capture_default_str();
-  app.add_option("--percentile", o->percentile, "percentile of |x| kept by --method percentile")
-      ->capture_default_str();
+  add_method_options(app, o->method, {.what = "calibration method with --data"});
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   add_workers_option(app, o->workers);
   app.add_flag("--ignore-nonfinite", o->ignore_nonfinite,
@@ -397,7 +327,7 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("--trt-cache", o->trt_cache, "also write a TensorRT text calibration cache");
   app.add_option("--trt-version", o->trt_version, "TensorRT version of that cache's header")
       ->capture_default_str();
-  app.add_option("--trt-algo", o->trt_algo, "TensorRT cache algorithm name (for percentile, mse)");
+  app.add_option("--trt-algo", o->trt_algo, trt_algo_help());
   app.add_option("--target", o->target, "who runs the model: tensorrt or ort")->capture_default_str();
   app.add_option("--exclude", o->exclude,
                  "nodes left float: names or regexes matched against whole names (comma-separated, "

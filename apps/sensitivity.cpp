@@ -1,4 +1,5 @@
-// `ptq sensitivity MODEL (--data CALIB | --cache CACHE) --eval SRC [--labels LABELS.npy]
+// `ptq sensitivity MODEL (--data CALIB [--method M [--percentile P]] | --cache CACHE [--force])
+//  --eval SRC [--labels LABELS.npy]
 //  [--metric top1|sqnr|cosine|mse] [--mode only|all-but] [--target-drop X]
 //  [--max-float-layers K] -o REPORT.json [--html REPORT.html] [--write PARTIAL.onnx]
 //  [--parallel N] [--no-reuse] [--backend cpu|vulkan [--device N] [--strict]]`
@@ -15,17 +16,15 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "backend_options.h"
 #include "command.h"
 #include "data_options.h"
+#include "method_options.h"
 #include "progress.h"
-#include "quantize_shapes.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
-#include "ptq/report.h"
 #include "ptq/sensitivity.h"
 #include "ptq/util/atomic_file.h"
 
@@ -34,7 +33,6 @@ namespace ptq::apps {
 namespace {
 
 namespace sens = ptq::sensitivity;
-using json = nlohmann::ordered_json;
 
 struct SensitivityOptions {
   std::string model;
@@ -43,7 +41,8 @@ struct SensitivityOptions {
   int64_t eval_samples = 0;
   std::string labels;
   std::string cache;
-  std::string method = "entropy";
+  bool force = false;
+  calib::MethodConfig method;
   BackendOptions backend;
   int threads = 0;
   int parallel = 0;  // 0: the sweep chooses (CPU), 1 on Vulkan
@@ -56,19 +55,6 @@ struct SensitivityOptions {
   std::string html;
   std::string write;
 };
-
-json json_metric(double v) {
-  if (std::isfinite(v)) return v;
-  return metrics::format_metric(v, 0);
-}
-
-json score_json(const sens::Score& s, bool per_output) {
-  json j = json_metric(s.value);
-  if (!per_output) return j;
-  json a = json::array();
-  for (double v : s.per_output) a.push_back(json_metric(v));
-  return a;
-}
 
 Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::Dataset& ds) {
   PTQ_ASSIGN_OR_RETURN(ir::Tensor t, data::load_npy(path));
@@ -84,20 +70,17 @@ Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::
 Expected<calib::CalibrationTable> get_table(const ir::Model& model, const SensitivityOptions& o,
                                             Engine& engine, int threads, const GlobalOptions& global) {
   if (!o.cache.empty()) {
-    calib::Warnings warnings;
-    PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, calib::read_cache(o.cache, &warnings));
-    const std::string hash = calibration::model_identity(model).graph_sha256;
-    if (!t.model.graph_sha256.empty() && t.model.graph_sha256 != hash) {
-      warnings.push_back(fmt::format("{} was calibrated for another graph", o.cache));
-    }
+    PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
+                         calibration::read_cache_for(model, calibration::ModelForms(model), o.cache,
+                                                     {.force = o.force}));
     if (!global.quiet) {
-      for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
+      for (const std::string& w : cache.warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
     }
-    return t;
+    return std::move(cache.table);
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset calib_data, open_dataset(o.data, model.graph));
   calibration::CalibrationOptions co;
-  co.method.name = o.method;
+  co.method = o.method;
   PTQ_RETURN_IF_ERROR(co.method.validate());
   co.threads = threads;
   co.backend = o.backend.backend;
@@ -126,117 +109,15 @@ void print_table(const sens::SweepResult& r, sens::Metric metric) {
   }
 }
 
-// Wall times: the sweep (FP32 reference, fully quantized model and every unit) and the
-// evaluator's FP32 run in it over `float_pass_batches` of the eval set's `batches` (all of
-// them: one full pass, the unit of the naive cost, units x full passes; none in an only-mode
-// sweep with reuse, whose base's runs give the FP32 outputs); the same as process CPU time (all
-// threads), steadier on a shared machine.
-struct Timing {
-  double sweep = 0.0;
-  double float_pass = 0.0;
-  double sweep_cpu = 0.0;
-  double float_pass_cpu = 0.0;
-  int64_t float_pass_batches = 0;
-  int64_t batches = 0;
-};
-
-json report_json(const SensitivityOptions& o, const ir::Model& model, const sens::SweepResult& r,
-                 const std::optional<sens::Selection>& sel, sens::Metric metric, int64_t samples,
-                 const Timing& timing) {
-  const bool multi = model.graph.outputs.size() > 1 && metric != sens::Metric::kTop1;
-  json j;
-  j["model"] = o.model;
-  j["metric"] = std::string(sens::metric_name(metric));
-  j["mode"] = std::string(sens::mode_name(r.mode));
-  j["higher_is_better"] = sens::higher_is_better(metric);
-  j["samples"] = samples;
-  j["float_metric"] = json_metric(r.float_score.value);
-  j["quantized_metric"] = json_metric(r.quantized_score.value);
-  json outs = json::array();
-  for (const auto& v : model.graph.outputs) outs.push_back(v.name);
-  j["outputs"] = outs;
-  if (multi) j["quantized_per_output"] = score_json(r.quantized_score, true);
-  j["sweep_seconds"] = timing.sweep;
-  j["float_pass_seconds"] = timing.float_pass;
-  j["sweep_cpu_seconds"] = timing.sweep_cpu;
-  j["float_pass_cpu_seconds"] = timing.float_pass_cpu;
-  j["float_pass_batches"] = timing.float_pass_batches;
-  j["batches"] = timing.batches;
-  j["layers"] = json::array();
-  for (size_t i = 0; i < r.layers.size(); ++i) {
-    const auto& l = r.layers[i];
-    json e{{"rank", i + 1}, {"name", l.name}, {"kind", l.kind}, {"metric", json_metric(l.score.value)}};
-    e["delta_vs_float"] = json_metric(l.score.value - r.float_score.value);
-    e["delta_vs_quantized"] = json_metric(l.score.value - r.quantized_score.value);
-    if (multi) e["per_output"] = score_json(l.score, true);
-    e["subgraph_nodes"] = l.subgraph_nodes;
-    j["layers"].push_back(e);
-  }
-  if (sel) {
-    j["float_set"] = sel->float_set;
-    json s{{"target_drop", *o.target_drop}, {"max_float_layers", o.max_float},
-           {"float_set", sel->float_set}, {"final_metric", json_metric(sel->score.value)},
-           {"met", sel->met}};
-    if (multi) s["final_per_output"] = score_json(sel->score, true);
-    s["trail"] = json::array();
-    for (const auto& st : sel->trail) {
-      s["trail"].push_back({{"added", st.added}, {"float_count", st.float_count},
-                            {"metric", json_metric(st.score.value)}, {"meets", st.meets}});
-    }
-    j["selection"] = s;
-  }
-  return j;
-}
-
-// The chart needs numbers: an infinite metric (e.g. SQNR of a unit that changes nothing) is
-// drawn at the largest finite value and labelled in its row.
-std::string chartable(json j) {
-  double cap = 0.0;
-  for (const json& l : j["layers"]) {
-    if (l["metric"].is_number()) cap = std::max(cap, std::abs(l["metric"].get<double>()));
-  }
-  for (json& l : j["layers"]) {
-    if (l["metric"].is_number()) continue;
-    const std::string text = l["metric"].get<std::string>();
-    l["metric"] = text == "-inf" ? -cap : text == "inf" ? cap : 0.0;
-    l["metric_value"] = text + " (drawn capped)";
-  }
-  return j.dump();
-}
-
 Status write_html(const SensitivityOptions& o, const ir::Model& shown, const std::string& label,
-                  const json& report_json, bool quiet) {
-  PTQ_ASSIGN_OR_RETURN(report::SensitivityReport sr,
-                       report::parse_sensitivity_json(chartable(report_json), o.out));
-  report::ModelEntry entry;
-  entry.label = label;
-  entry.path = label;
-  entry.model = &shown;
-  report::HtmlOptions ho;
-  ho.title = "ptq sensitivity: " + o.model;
-  ho.generated_by = fmt::format("ptq {}", calibration::ptqkit_version());
-  const std::string dot = report::graph_dot(shown, {.collapse_qdq = true, .title = label});
-  std::string extra;
-  if (report::have_graphviz()) {
-    auto svg = report::render_svg(dot);
-    if (svg) ho.graph_svg = *svg;
-    else if (!quiet) fmt::print(stderr, "ptq: warning: {}\n", svg.status().message());
-  }
-  if (ho.graph_svg.empty()) {
-    ho.graph_note = "Graphviz dot not found: the graph's DOT text follows.";
-    std::string esc;
-    for (char c : dot) {
-      if (c == '<') esc += "&lt;";
-      else if (c == '>') esc += "&gt;";
-      else if (c == '&') esc += "&amp;";
-      else esc += c;
-    }
-    extra = "<pre class=\"dot\">" + esc + "</pre>\n";
-  }
-  std::string html = report::html_report(std::span(&entry, 1), &sr, ho);
-  if (!extra.empty()) {
-    const size_t at = html.rfind("<footer>");
-    html.insert(at == std::string::npos ? html.size() : at, extra);
+                  const std::string& report_text, bool quiet) {
+  std::vector<std::string> warnings;
+  PTQ_ASSIGN_OR_RETURN(
+      std::string html,
+      sens::report_html(report_text, o.out, shown, label, "ptq sensitivity: " + o.model,
+                        fmt::format("ptq {}", calibration::ptqkit_version()), &warnings));
+  if (!quiet) {
+    for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
   }
   return util::write_file_atomic(o.html, html);
 }
@@ -250,8 +131,10 @@ Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::
   planner::PlanOptions plan;
   plan.ptqkit_version = std::string(calibration::ptqkit_version());
   plan.method = table.method;
-  PTQ_RETURN_IF_ERROR(resolve_plan_shapes(model, {{"--eval", fed_shapes(eval)}}, threads, plan));
   plan.shapes_remedy = "give --eval data for every input:";
+  const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
+  PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
+      model, {{"--eval", calibration::fed_shapes(eval)}}, *cpu, threads, plan));
   return plan;
 }
 
@@ -345,11 +228,15 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
                  metrics::format_metric(sel->score.value, 4), sel->met ? "target met" : "target NOT met");
     }
   }
-  const json report = report_json(o, model, result, sel, metric, eval.size(),
-                                  {seconds, ev.float_pass_seconds(), cpu_seconds,
+  sens::ReportInfo info{.model_path = o.model,
+                        .metric = metric,
+                        .samples = eval.size(),
+                        .timing = {seconds, ev.float_pass_seconds(), cpu_seconds,
                                    ev.float_pass_cpu_seconds(), ev.float_pass_batches(),
-                                   ev.num_batches()});
-  const std::string text = report.dump(2) + "\n";
+                                   ev.num_batches()},
+                        .target_drop = o.target_drop.value_or(0.0),
+                        .max_float = o.max_float};
+  const std::string text = sens::report_json(model, result, sel ? &*sel : nullptr, info);
   PTQ_RETURN_IF_ERROR(util::write_file_atomic(o.out, text));
 
   std::optional<ir::Model> partial;
@@ -359,7 +246,7 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   if (!o.write.empty()) PTQ_RETURN_IF_ERROR(onnx::save_model(*partial, o.write));
   if (!o.html.empty()) {
     const std::string label = !o.write.empty() ? o.write : sel ? "partial model" : "fully quantized model";
-    PTQ_RETURN_IF_ERROR(write_html(o, *partial, label, report, global.quiet));
+    PTQ_RETURN_IF_ERROR(write_html(o, *partial, label, text, global.quiet));
   }
   return Status::ok();
 }
@@ -378,7 +265,8 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
       ->check(at_least(0));
   app.add_option("--labels", o->labels, "integer .npy, one label per eval sample (top1 accuracy)");
   app.add_option("--cache", o->cache, "reuse this calibration cache instead of calibrating on --data");
-  app.add_option("--method", o->method, "calibration method with --data: entropy, minmax, percentile or mse");
+  app.add_flag("--force", o->force, "use a cache calibrated for another graph");
+  add_method_options(app, o->method, {.what = "calibration method with --data"});
   app.add_option("--metric", o->metric, "top1 (accuracy with --labels, else agreement with FP32), sqnr, cosine or mse");
   app.add_option("--mode", o->mode, "only: one layer quantized; all-but: all layers but one quantized");
   app.add_option("--target-drop", o->target_drop,

@@ -9,6 +9,7 @@
 
 #include "ptq/calib_cache.h"
 #include "json_text.h"
+#include "method_names.h"
 #include "text_util.h"
 
 namespace ptq::calib {
@@ -25,15 +26,16 @@ std::pair<double, double> ort_range(const CalibrationTable& table, const TensorR
 }
 
 std::string ort_method(std::string_view method) {
-  if (method == "entropy") return "CalibrationMethod.Entropy";
-  if (method == "percentile") return "CalibrationMethod.Percentile";
-  return "CalibrationMethod.MinMax";  // mse has no ORT name; ORT reads lowest/highest anyway
+  const detail::MethodNames* names = detail::method_names(method);
+  // A method ORT lacks (mse) is written as MinMax: ORT reads lowest/highest anyway.
+  const std::string_view ort = names != nullptr && !names->ort.empty() ? names->ort : "MinMax";
+  return fmt::format("CalibrationMethod.{}", ort);
 }
 
 std::string method_of(std::string_view ort) {
-  if (ort.ends_with(".Entropy")) return "entropy";
-  if (ort.ends_with(".Percentile")) return "percentile";
-  if (ort.ends_with(".MinMax")) return "minmax";
+  for (const detail::MethodNames& m : detail::kMethodNames) {
+    if (!m.ort.empty() && ort.ends_with(fmt::format(".{}", m.ort))) return std::string(m.method);
+  }
   return "unknown";
 }
 

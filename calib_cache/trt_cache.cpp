@@ -7,6 +7,7 @@
 
 #include "ptq/calib_cache.h"
 #include "ptq/util/atomic_file.h"
+#include "method_names.h"
 #include "text_util.h"
 
 namespace ptq::calib {
@@ -82,8 +83,8 @@ namespace {
 
 Expected<std::string> algorithm_for(const CalibrationTable& table, const TrtWriteOptions& options) {
   if (!options.algorithm.empty()) return options.algorithm;
-  if (table.method == "entropy") return std::string("EntropyCalibration2");
-  if (table.method == "minmax") return std::string("MinMaxCalibration");
+  const detail::MethodNames* names = detail::method_names(table.method);
+  if (names != nullptr && !names->trt.empty()) return std::string(names->trt);
   return usage_error(
       "method '{}' has no TensorRT calibrator; name one to write it under (--trt-algo "
       "EntropyCalibration2), since TensorRT checks the header against its calibrator",
@@ -91,8 +92,11 @@ Expected<std::string> algorithm_for(const CalibrationTable& table, const TrtWrit
 }
 
 std::string method_of(std::string_view algorithm) {
-  if (algorithm == "EntropyCalibration2" || algorithm == "EntropyCalibration") return "entropy";
-  if (algorithm == "MinMaxCalibration") return "minmax";
+  for (const detail::MethodNames& m : detail::kMethodNames) {
+    if (!m.trt.empty() && algorithm == m.trt) return std::string(m.method);
+  }
+  // TensorRT's first entropy calibrator, which EntropyCalibration2 replaced.
+  if (algorithm == "EntropyCalibration") return "entropy";
   return std::string(algorithm);
 }
 

@@ -1,5 +1,8 @@
-// The calibrator registry: adding a method is its file plus one line here.
+// The calibrator registry's tables, made from ptq/calibrators.inc (one line per method).
 #include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "ptq/calibrators.h"
 
@@ -8,15 +11,28 @@ namespace ptq::calib {
 namespace {
 
 constexpr CalibratorInfo kCalibrators[] = {
-    {"entropy", &entropy_amax, "TensorRT EntropyCalibration2: the range of least KL divergence"},
-    {"minmax", &minmax_amax, "the largest |x| seen"},
-    {"mse", &mse_amax, "the range of least INT8 quantization error"},
-    {"percentile", &percentile_amax, "the p-th percentile of |x| (default 99.99)"},
+#define PTQ_CALIBRATOR(name, trt, ort, weights, summary) \
+  {#name, &name##_amax, trt, ort, weights, summary},
+#define PTQ_CALIBRATOR_PARAM(method, param, lowest, highest, help)
+#include "ptq/calibrators.inc"
+#undef PTQ_CALIBRATOR
+#undef PTQ_CALIBRATOR_PARAM
+};
+
+constexpr CalibratorParam kParams[] = {
+#define PTQ_CALIBRATOR(name, trt, ort, weights, summary)
+#define PTQ_CALIBRATOR_PARAM(method, param, lowest, highest, help) \
+  {#method, #param, &MethodConfig::param, lowest, highest, help},
+#include "ptq/calibrators.inc"
+#undef PTQ_CALIBRATOR
+#undef PTQ_CALIBRATOR_PARAM
 };
 
 }  // namespace
 
 std::span<const CalibratorInfo> calibrators() { return kCalibrators; }
+
+std::span<const CalibratorParam> calibrator_params() { return kParams; }
 
 const CalibratorInfo* find_calibrator(std::string_view name) {
   for (const CalibratorInfo& c : kCalibrators) {
@@ -34,26 +50,42 @@ std::string calibrator_names() {
   return out;
 }
 
+std::string calibrator_choices(bool weights_only) {
+  std::vector<std::string_view> names;
+  for (const CalibratorInfo& c : kCalibrators) {
+    if (c.weights || !weights_only) names.push_back(c.name);
+  }
+  if (names.size() < 2) return fmt::format("{}", fmt::join(names, ""));
+  return fmt::format("{} or {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
+}
+
 Status MethodConfig::validate() const {
   if (find_calibrator(name) == nullptr) {
     return usage_error("unknown calibration method '{}' (known: {})", name, calibrator_names());
   }
-  if (name == "percentile" && !(percentile > 0.0 && percentile <= 100.0)) {
-    return usage_error("percentile {} is out of range (0, 100]", percentile);
+  for (const CalibratorParam& p : kParams) {
+    const double v = this->*p.field;
+    if (p.method == name && !(v > p.lowest && v <= p.highest)) {
+      return usage_error("{} {} is out of range ({}, {}]", p.name, v, p.lowest, p.highest);
+    }
   }
   return {};
 }
 
 std::map<std::string, double> MethodConfig::params() const {
-  if (name == "percentile") return {{"percentile", percentile}};
-  return {};
+  std::map<std::string, double> out;
+  for (const CalibratorParam& p : kParams) {
+    if (p.method == name) out.emplace(p.name, this->*p.field);
+  }
+  return out;
 }
 
 Expected<MethodConfig> MethodConfig::from_table(const CalibrationTable& table) {
   MethodConfig config;
   config.name = table.method;
-  if (auto it = table.method_params.find("percentile"); it != table.method_params.end()) {
-    config.percentile = it->second;
+  for (const CalibratorParam& p : kParams) {
+    auto it = table.method_params.find(std::string(p.name));
+    if (it != table.method_params.end()) config.*p.field = it->second;
   }
   PTQ_RETURN_IF_ERROR(config.validate());
   return config;

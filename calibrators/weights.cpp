@@ -40,8 +40,8 @@ Expected<std::function<double(int64_t)>> element_reader(const ir::Tensor& w, std
 Expected<std::vector<double>> weight_amax(const ir::Tensor& weight, std::optional<int64_t> axis,
                                           const MethodConfig& config, std::string_view name) {
   PTQ_RETURN_IF_ERROR(config.validate());
-  if (config.name == "entropy") {
-    return usage_error("weight method must be minmax, percentile or mse, not '{}'", config.name);
+  if (!find_calibrator(config.name)->weights) {
+    return usage_error("weight method must be {}, not '{}'", calibrator_choices(true), config.name);
   }
   PTQ_ASSIGN_OR_RETURN(auto at, element_reader(weight, name));
   // Element (o, c, i) lives at (o * channels + c) * inner + i.

@@ -117,8 +117,9 @@ std::optional<float> parse_trt_hex(std::string_view hex);
 
 struct TrtWriteOptions {
   TrtVersion version{};
-  // Header algorithm; empty = from the method (entropy -> EntropyCalibration2, minmax ->
-  // MinMaxCalibration; percentile/mse need an explicit name, since TensorRT checks it).
+  // Header algorithm; empty = the method's TensorRT name in the calibrator registry
+  // (ptq/calibrators.inc: entropy -> EntropyCalibration2, minmax -> MinMaxCalibration); a
+  // method TensorRT lacks (percentile, mse) needs a name, since TensorRT checks it.
   std::string algorithm{};
 };
 Expected<std::string> trt_cache_string(const CalibrationTable& table,

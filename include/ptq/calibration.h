@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@
 #include "ptq/calibrators.h"
 #include "ptq/data.h"
 #include "ptq/ir.h"
+#include "ptq/onnx.h"
 #include "ptq/planner.h"
 #include "ptq/runtime.h"
 #include "ptq/status.h"
@@ -97,6 +99,78 @@ Expected<calib::CalibrationTable> calibrate(const ir::Model& model,
 // with their declared shapes (-1 for unknown dims); calibrate() replaces the shapes by the ones
 // fed.
 calib::ModelIdentity model_identity(const ir::Model& model);
+
+// ---- reusing a cache ---------------------------------------------------------------------------
+
+// What a cache may have been calibrated for: the graph hash of every form of the model (as
+// given, then each form it was turned into: Q/DQ stripped, opset converted), and for a model
+// ptqkit quantized, the hash of the cache it was quantized with (its ptqkit.cache_hash
+// metadata), so a requantized model accepts that cache although stripping cannot give back the
+// float weights the cache's graph hash was taken of.
+class ModelForms {
+ public:
+  explicit ModelForms(const ir::Model& given);
+  // Records a form the model was turned into.
+  void add(const ir::Model& form);
+  // True when `table` was calibrated for one of the forms, or is the recorded cache.
+  bool matches(const calib::CalibrationTable& table) const;
+  const std::string& given_hash() const { return graph_hashes_.front(); }
+  const std::string& latest_hash() const { return graph_hashes_.back(); }
+
+ private:
+  std::vector<std::string> graph_hashes_;
+  std::string cache_hash_;
+};
+
+struct CacheUse {
+  // Use a cache calibrated for another graph (with a warning) instead of refusing it.
+  bool force = false;
+  // When given, the cache's tensors are checked against the activations this plan quantizes
+  // in `model`: tensors missing from the cache, and entries naming no value of the model, are
+  // warnings (entries for values the plan leaves float, an --exclude say, are expected).
+  const planner::PlanOptions* plan = nullptr;
+};
+
+// A cache read for a model, with the warnings to show: the reader's, then the checks'.
+struct AcceptedCache {
+  calib::CalibrationTable table{};
+  calib::Warnings warnings{};
+};
+
+// Reads the cache at `path` (any format) for `model`, the latest of `forms`. A cache that
+// records the graph hash of none of the forms is refused, unless `use.force`: invalid input
+// naming the file and both hashes (calib::require_same_model). A cache recording no hash (a
+// TensorRT or ONNX Runtime file) is taken as it is.
+Expected<AcceptedCache> read_cache_for(const ir::Model& model, const ModelForms& forms,
+                                       const std::filesystem::path& path, const CacheUse& use);
+
+// ---- input shapes for planning -----------------------------------------------------------------
+
+// The planner decides with concrete input shapes where its decisions need dims the model leaves
+// open (as TensorRT's calibration profile fixes them). They come from sources, in order: the
+// batches calibration or evaluation fed, the input shapes a ptqkit JSON cache recorded, shapes
+// the user gave. A TensorRT text cache records none.
+struct ShapeSource {
+  std::string label{};  // for messages ("--data", "the cache c.json")
+  onnx::InputShapes shapes{};
+  // A name that is no input of the model is an error; when false it is dropped (a cache
+  // calibrated for another graph, used with --force).
+  bool checked = true;
+};
+
+// The shape of a full batch of each input of `dataset` (its first batch; a shorter dataset
+// is one batch): what calibration or evaluation feeds, and what planning binds.
+onnx::InputShapes fed_shapes(const data::Dataset& dataset);
+
+// Sets plan.value_dims so the planner sees concrete dims where its decisions need them: only
+// when some decision needs a dim the model leaves open, binds the sources' shapes (a later
+// source fills dims an earlier one left open; a disagreement is an error) and re-runs shape
+// inference; dims that inference cannot follow are measured by running the model once on zero
+// inputs of the bound shapes on `backend` with `threads` (best effort: a model that cannot run
+// leaves them open). Also sets require_shapes, so a dim still open fails planning with one line
+// (ending with plan.shapes_remedy, which should name the sources).
+Status resolve_plan_shapes(const ir::Model& model, const std::vector<ShapeSource>& sources,
+                           runtime::Backend& backend, int threads, planner::PlanOptions& plan);
 
 // This build's version ("0.1.0").
 std::string_view ptqkit_version();

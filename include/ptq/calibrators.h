@@ -98,23 +98,43 @@ struct MethodConfig {
 // One calibrator: a pure function histogram -> amax. amax is 0 when range is 0.
 using AmaxFn = double (*)(const HistogramView& hist, const MethodConfig& config);
 struct CalibratorInfo {
-  std::string_view name;
+  std::string_view name;      // on the command line and in caches
   AmaxFn amax;
+  std::string_view trt_name;  // TensorRT cache header algorithm; "" when TensorRT has none
+  std::string_view ort_name;  // ONNX Runtime CalibrationMethod member; "" when it has none
+  bool weights;               // also gives weight ranges (weight_amax)
   std::string_view summary;
 };
 
-// Every registered calibrator, in registry order (calibrators/registry.cpp, one line each).
+// A method's parameter: a MethodConfig field, valid in (lowest, highest].
+struct CalibratorParam {
+  std::string_view method;  // the calibrator it belongs to
+  std::string_view name;    // the field, the option --<name> and the key in a cache
+  double MethodConfig::*field;
+  double lowest;
+  double highest;
+  std::string_view help;
+};
+
+// Every registered calibrator, in registry order (ptq/calibrators.inc, one line each).
 std::span<const CalibratorInfo> calibrators();
+// Every parameter of every calibrator, in registry order.
+std::span<const CalibratorParam> calibrator_params();
 // The calibrator called `name`, or null.
 const CalibratorInfo* find_calibrator(std::string_view name);
 // "entropy, minmax, mse, percentile" (for usage messages).
 std::string calibrator_names();
+// "entropy, minmax, mse or percentile" (for help); with `weights_only` the weight methods only.
+std::string calibrator_choices(bool weights_only = false);
 
-// The methods (specs/calibrators.md). Each returns 0 for range 0 and expects kHistogramBins counts.
-double minmax_amax(const HistogramView& hist, const MethodConfig& config);
-double entropy_amax(const HistogramView& hist, const MethodConfig& config);
-double percentile_amax(const HistogramView& hist, const MethodConfig& config);
-double mse_amax(const HistogramView& hist, const MethodConfig& config);
+// The methods (specs/calibrators.md), <name>_amax for every registry line, each defined in
+// calibrators/<name>.cpp. Each returns 0 for range 0 and expects kHistogramBins counts.
+#define PTQ_CALIBRATOR(name, trt, ort, weights, summary) \
+  double name##_amax(const HistogramView& hist, const MethodConfig& config);
+#define PTQ_CALIBRATOR_PARAM(method, param, lowest, highest, help)
+#include "ptq/calibrators.inc"
+#undef PTQ_CALIBRATOR
+#undef PTQ_CALIBRATOR_PARAM
 // The chosen candidate behind each amax (for tests and reports): entropy / mse return the
 // number of kept bins i in [128, 2048], percentile the bin k; nullopt when range is 0 or there
 // is nothing to choose from (no counts).
@@ -238,8 +258,9 @@ Expected<CalibrationTable> merge_calibrations(std::span<const CalibrationTable> 
 
 // Symmetric ranges of a float weight tensor: per slice along `axis` (the output channel) or,
 // without an axis, one range for the whole tensor. Method "minmax" gives max |W_c|;
-// "percentile" and "mse" apply to each channel's own histogram over [0, max |W_c|].
-// Non-finite weights are an error naming `name` and the element.
+// "percentile" and "mse" apply to each channel's own histogram over [0, max |W_c|]; a method
+// not registered for weights (CalibratorInfo::weights) is a usage error. Non-finite weights
+// are an error naming `name` and the element.
 Expected<std::vector<double>> weight_amax(const ir::Tensor& weight, std::optional<int64_t> axis,
                                           const MethodConfig& config, std::string_view name);
 

@@ -135,6 +135,8 @@ struct HtmlOptions {
   LintOptions lint{};
   std::string graph_svg;     // inline SVG drawing of the first model ("" = no drawing)
   std::string graph_note;    // shown instead when there is no drawing (e.g. "dot not found")
+  std::string graph_text;    // also shown, preformatted, before the footer when there is no
+                             // drawing (e.g. the DOT text)
   std::string generated_by;  // footer text, e.g. "ptq 0.1.0"
 };
 
@@ -143,6 +145,16 @@ struct HtmlOptions {
 // side by side when there are several. `models` must not be empty.
 std::string html_report(std::span<const ModelEntry> models, const SensitivityReport* sensitivity,
                         const HtmlOptions& options);
+
+// ---- Clipped ranges ---------------------------------------------------------------------------
+
+// One warning per activation QuantizeLinear of the quantized model `q` whose symmetric range
+// clips over 1 % of the calibration values (metrics::clipped_fraction over `table`'s
+// histograms), naming the quantized nodes that read it: a spike in the data decided the range
+// (specs/quantization.md, "Known snags"). Asymmetric Qs and tensors without a histogram are
+// skipped.
+std::vector<std::string> clipping_warnings(const ir::Model& q,
+                                           const calib::CalibrationTable& table);
 
 // ---- From Q/DQ to a calibration table
 // ------------------------------------------------------------

@@ -305,4 +305,47 @@ Expected<ir::Model> partial_model(const ir::Model& model, const calib::Calibrati
                                   const planner::PlanOptions& plan,
                                   const std::vector<std::string>& float_set);
 
+// ---- the report (ptq sensitivity -o, --html) ---------------------------------------------------
+
+// Wall times: the sweep (FP32 reference, fully quantized model and every unit) and the
+// evaluator's FP32 run in it over `float_pass_batches` of the eval set's `batches` (all of
+// them: one full pass, the unit of the naive cost, units x full passes; none in an only-mode
+// sweep with reuse, whose base's runs give the FP32 outputs); the same as process CPU time (all
+// threads), steadier on a shared machine.
+struct Timing {
+  double sweep = 0.0;
+  double float_pass = 0.0;
+  double sweep_cpu = 0.0;
+  double float_pass_cpu = 0.0;
+  int64_t float_pass_batches = 0;
+  int64_t batches = 0;
+};
+
+// What a report records besides the results.
+struct ReportInfo {
+  std::string model_path{};  // as given
+  Metric metric = Metric::kTop1;
+  int64_t samples = 0;     // eval samples
+  Timing timing{};
+  double target_drop = 0.0;  // with a selection
+  int64_t max_float = -1;    // with a selection
+};
+
+// The JSON report of a sweep over `model` (and of `selection`, when made), indented, with a
+// final newline: the metric, the FP32 and fully quantized scores, the timing, every unit
+// ranked, the selection's trail. Infinite metrics are written as "inf" / "-inf" strings; per
+// output scores only for a model of several outputs and a metric other than top1.
+std::string report_json(const ir::Model& model, const SweepResult& result,
+                        const Selection* selection, const ReportInfo& info);
+
+// The HTML page of a report (report_json's text, read from `report_file` for messages):
+// report::html_report of `shown` (the partial or fully quantized model, named `label`) with the
+// sweep's chart and table. Infinite metrics are drawn at the largest finite one and labelled.
+// The graph is drawn with Graphviz when it is installed, else its DOT text is shown; a drawing
+// that fails adds a warning and shows the DOT text.
+Expected<std::string> report_html(std::string_view report_json_text, std::string_view report_file,
+                                  const ir::Model& shown, const std::string& label,
+                                  const std::string& title, const std::string& generated_by,
+                                  std::vector<std::string>* warnings);
+
 }  // namespace ptq::sensitivity

@@ -348,6 +348,9 @@ std::string html_report(std::span<const ModelEntry> models, const SensitivityRep
   if (all.size() > 1) out += compare_section(all);
   out += graph_section(options);
   out += layers_section(all[0]);
+  if (options.graph_svg.empty() && !options.graph_text.empty()) {
+    out += "<pre class=\"dot\">" + html_escape(options.graph_text) + "</pre>\n";
+  }
   out += "<footer>" + html_escape(options.generated_by.empty() ? "ptqkit" : options.generated_by) +
          "</footer>\n</body>\n</html>\n";
   return out;

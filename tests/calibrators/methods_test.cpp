@@ -36,6 +36,47 @@ TEST(Methods, RegistryListsEveryMethodOnce) {
   EXPECT_TRUE((MethodConfig{"percentile", 100.0}.validate().is_ok()));
 }
 
+// The registry (ptq/calibrators.inc) carries each method's names in other tools, whether it
+// gives weight ranges, and its parameters; MethodConfig reads the parameters from it.
+TEST(Methods, RegistryCarriesNamesWeightsAndParameters) {
+  struct Want {
+    const char* name;
+    const char* trt;
+    const char* ort;
+    bool weights;
+  };
+  for (const Want& w : {Want{"entropy", "EntropyCalibration2", "Entropy", false},
+                        Want{"minmax", "MinMaxCalibration", "MinMax", true},
+                        Want{"mse", "", "", true}, Want{"percentile", "", "Percentile", true}}) {
+    const CalibratorInfo* c = find_calibrator(w.name);
+    ASSERT_NE(c, nullptr) << w.name;
+    EXPECT_EQ(c->trt_name, w.trt) << w.name;
+    EXPECT_EQ(c->ort_name, w.ort) << w.name;
+    EXPECT_EQ(c->weights, w.weights) << w.name;
+  }
+  EXPECT_EQ(calibrator_choices(), "entropy, minmax, mse or percentile");
+  EXPECT_EQ(calibrator_choices(true), "minmax, mse or percentile");
+
+  ASSERT_EQ(calibrator_params().size(), 1u);
+  const CalibratorParam& p = calibrator_params()[0];
+  EXPECT_EQ(p.method, "percentile");
+  EXPECT_EQ(p.name, "percentile");
+  EXPECT_EQ(p.field, &MethodConfig::percentile);
+  EXPECT_EQ((MethodConfig{"percentile", 99.9}.params()),
+            (std::map<std::string, double>{{"percentile", 99.9}}));
+  EXPECT_TRUE(MethodConfig{"entropy"}.params().empty());
+  EXPECT_EQ((MethodConfig{"percentile", 0.0}.validate().message()),
+            "percentile 0 is out of range (0, 100]");
+  EXPECT_TRUE((MethodConfig{"entropy", 0.0}.validate().is_ok()));  // not entropy's parameter
+  CalibrationTable t;
+  t.method = "percentile";
+  t.method_params = {{"percentile", 99.5}};
+  auto back = MethodConfig::from_table(t);
+  ASSERT_TRUE(back.has_value()) << back.status().message();
+  EXPECT_EQ(back->name, "percentile");
+  EXPECT_EQ(back->percentile, 99.5);
+}
+
 TEST(Methods, BinRuleIsFloat64InSpecOrder) {
   EXPECT_EQ(histogram_bin(0.0, 1.0), 0);
   EXPECT_EQ(histogram_bin(1.0, 1.0), 2047);           // v = T lands in the last bin

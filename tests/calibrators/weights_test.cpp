@@ -74,7 +74,10 @@ TEST(Weights, Float16WeightsAndErrors) {
   EXPECT_NE(e.status().message().find("'fc.weight'"), std::string::npos);
   EXPECT_NE(e.status().message().find("element 3"), std::string::npos);
   EXPECT_FALSE(weight_amax(bad, 2, {"minmax"}, "w").has_value());
-  EXPECT_FALSE(weight_amax(h, 0, {"entropy"}, "w").has_value());
+  auto entropy = weight_amax(h, 0, {"entropy"}, "w");
+  ASSERT_FALSE(entropy.has_value());
+  EXPECT_EQ(entropy.status().message(),
+            "weight method must be minmax, mse or percentile, not 'entropy'");
   ir::Tensor ints(ir::DType::kInt32, {2});
   EXPECT_FALSE(weight_amax(ints, 0, {"minmax"}, "w").has_value());
 }

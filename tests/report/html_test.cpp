@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "model_util.h"
+#include "qdq_builder.h"
 #include "ptq/report.h"
 #include "ptq/util/atomic_file.h"
 
@@ -159,6 +160,26 @@ TEST_F(HtmlReport, OpensInChromiumWithEverySection) {
     fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
     fs::copy_file(page, std::string(keep) + ".html", fs::copy_options::overwrite_existing);
   }
+}
+
+// Without a drawing, the graph's text (e.g. its DOT) is shown escaped before the footer.
+TEST(HtmlGraphText, ShownEscapedOnlyWithoutADrawing) {
+  testing::QdqBuilder b;
+  b.input("x", {1, 4});
+  b.node("Relu", "r", {b.qdq("x")}, {"y"});
+  b.output("y");
+  ModelEntry entry;
+  entry.label = entry.path = "m.onnx";
+  entry.model = &b.model;
+  HtmlOptions options;
+  options.graph_note = "no drawing";
+  options.graph_text = "a -> b [label=\"<q>\"]";
+  const std::string html = html_report(std::span(&entry, 1), nullptr, options);
+  EXPECT_NE(html.find("<pre class=\"dot\">a -&gt; b [label=&quot;&lt;q&gt;&quot;]</pre>\n<footer>"),
+            std::string::npos)
+      << html;
+  options.graph_svg = "<svg></svg>";
+  EXPECT_EQ(html_report(std::span(&entry, 1), nullptr, options).find("<pre"), std::string::npos);
 }
 
 }  // namespace

@@ -165,4 +165,53 @@ TEST_F(SensitivityCli, PlansWithTheEvalShapes) {
   EXPECT_EQ(four.size(), one.size() + 1);
 }
 
+// A cache calibrated for another graph is refused as `ptq quantize` refuses it: the same one
+// line, exit 3, and --force uses it anyway (with a warning).
+TEST_F(SensitivityCli, CacheOfAnotherModelRefusedAsQuantizeDoesUnlessForce) {
+  const std::string model = (dir_ / "outlier.onnx").string();
+  const std::string other = (dir_ / "other.onnx").string();
+  ptq::ir::Model m = ptq::sensitivity::testing::outlier_model();
+  ASSERT_TRUE(ptq::onnx::save_model(m, model).is_ok());
+  m.graph.mutable_initializer("fc.b")->data<float>()[0] += 0.5f;
+  ASSERT_TRUE(ptq::onnx::save_model(m, other).is_ok());
+  std::mt19937 gen(3);
+  const std::string eval = (dir_ / "eval.npy").string();
+  const ptq::ir::Tensor x = ptq::sensitivity::testing::random_tensor({4, 16, 8, 8}, 1.0, gen);
+  ASSERT_TRUE(ptq::data::save_npy(eval, x).is_ok());
+  const std::string cache = (dir_ / "c.json").string();
+  auto c = run_ptq(
+      {"calibrate", model, "--data", eval, "--method", "minmax", "-o", cache, "--quiet"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+
+  const std::string report = (dir_ / "r.json").string();
+  auto refused = run_ptq({"sensitivity", other, "--cache", cache, "--eval", eval, "--metric",
+                          "sqnr", "-o", report});
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(report));
+  auto quantize = run_ptq({"quantize", other, "--cache", cache, "-o", (dir_ / "q.onnx").string()});
+  EXPECT_EQ(quantize.exit_code, 3) << quantize.err;
+  EXPECT_EQ(refused.err, quantize.err);
+
+  auto forced = run_ptq({"sensitivity", other, "--cache", cache, "--eval", eval, "--metric",
+                         "sqnr", "-o", report, "--force"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.err.find("ptq: warning: --force: using " + cache), std::string::npos)
+      << forced.err;
+  EXPECT_TRUE(fs::exists(report));
+}
+
+// --percentile reaches the method as in calibrate and quantize.
+TEST_F(SensitivityCli, PercentileIsTheMethodsParameter) {
+  const std::string report = (dir_ / "r.json").string();
+  auto bad = run_ptq({"sensitivity", model_, "--data", calib_, "--method", "percentile",
+                      "--percentile", "0", "--eval", test_, "-o", report});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_EQ(bad.err, "ptq: error: percentile 0 is out of range (0, 100]\n");
+  auto help = run_ptq({"sensitivity", "--help"});
+  EXPECT_NE(help.out.find("--percentile"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("entropy, minmax, mse or percentile"), std::string::npos) << help.out;
+}
+
 }  // namespace

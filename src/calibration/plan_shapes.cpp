@@ -1,21 +1,17 @@
-// Input shapes for planning (see quantize_shapes.h): merge the sources, bind and infer, and
-// measure what inference cannot follow by one run of the model.
-#include "quantize_shapes.h"
-
+// Input shapes for planning (calibration.h, "input shapes for planning"): merge the sources,
+// bind and infer, and measure what inference cannot follow by one run of the model.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <optional>
 #include <set>
-#include <string_view>
 #include <utility>
 
-#include "backend_options.h"
+#include "ptq/calibration.h"
 #include "ptq/runtime.h"
 
-namespace ptq::apps {
+namespace ptq::calibration {
 
 namespace {
 
@@ -23,28 +19,6 @@ std::string dims_str(const std::vector<int64_t>& dims) {
   std::vector<std::string> parts;
   for (int64_t d : dims) parts.push_back(d < 0 ? "?" : std::to_string(d));
   return fmt::format("{}", fmt::join(parts, ","));
-}
-
-Expected<std::pair<std::string, std::vector<int64_t>>> parse_one(const std::string& item) {
-  const size_t eq = item.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-    return usage_error("--input-shape '{}': expected NAME=D,D,… (e.g. x=1,128)", item);
-  }
-  std::vector<int64_t> dims;
-  std::string_view rest = std::string_view(item).substr(eq + 1);
-  while (true) {
-    const size_t comma = rest.find(',');
-    const std::string_view part = rest.substr(0, comma);
-    int64_t v = -1;
-    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (ec != std::errc() || end != part.data() + part.size() || v < 0) {
-      return usage_error("--input-shape '{}': '{}' is not a dim (a whole number >= 0)", item, part);
-    }
-    dims.push_back(v);
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return std::make_pair(item.substr(0, eq), std::move(dims));
 }
 
 // The sources joined per input, in order: a later source fills only the dims still open.
@@ -113,17 +87,20 @@ std::optional<runtime::NamedTensors> zero_inputs(const ir::Model& model,
 
 // Runs the model once on zeros of the bound shapes and adds the measured shapes of the tensors
 // whose dims are still open. Best effort: a model that cannot run here leaves them open.
-void measure(const ir::Model& model, const std::vector<planner::UnresolvedDim>& open, int threads,
-             onnx::ValueDims& dims) {
+void measure(const ir::Model& model, const std::vector<planner::UnresolvedDim>& open,
+             runtime::Backend& backend, int threads, onnx::ValueDims& dims) {
   std::optional<runtime::NamedTensors> inputs = zero_inputs(model, dims);
   if (!inputs) return;
   std::set<std::string> names;
   for (const planner::UnresolvedDim& d : open) names.insert(d.tensor);
   ShapeRecorder recorder({names.begin(), names.end()});
-  Expected<Engine> engine = make_engine(model, BackendOptions{}, threads, /*quiet=*/true);
-  if (!engine) return;
+  runtime::ExecutorOptions eo;
+  eo.threads = threads;
+  Expected<std::unique_ptr<runtime::Executor>> executor =
+      runtime::Executor::create(model, backend, eo);
+  if (!executor) return;
   runtime::Observer* observers[] = {&recorder};
-  if (!engine->executor->run(*inputs, observers)) return;
+  if (!(*executor)->run(*inputs, observers)) return;
   for (const auto& [name, shape] : recorder.shapes()) {
     std::vector<ir::Dim>& d = dims[name];
     d.clear();
@@ -149,20 +126,9 @@ Expected<onnx::InputShapes> model_inputs_only(const ir::Model& model, const Shap
 
 }  // namespace
 
-Expected<onnx::InputShapes> parse_input_shapes(const std::vector<std::string>& values) {
-  onnx::InputShapes out;
-  for (const std::string& v : values) {
-    if (v.empty()) continue;
-    PTQ_ASSIGN_OR_RETURN(auto one, parse_one(v));
-    out.push_back(std::move(one));
-  }
-  return out;
-}
-
 Status resolve_plan_shapes(const ir::Model& model, const std::vector<ShapeSource>& sources,
-                           int threads, planner::PlanOptions& plan) {
+                           runtime::Backend& backend, int threads, planner::PlanOptions& plan) {
   plan.require_shapes = true;
-  plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
   std::vector<ShapeSource> fitting = sources;
   for (ShapeSource& s : fitting) {
     PTQ_ASSIGN_OR_RETURN(s.shapes, model_inputs_only(model, s));
@@ -174,7 +140,7 @@ Status resolve_plan_shapes(const ir::Model& model, const std::vector<ShapeSource
   if (shapes.empty()) return Status::ok();
   PTQ_ASSIGN_OR_RETURN(plan.value_dims, onnx::bind_input_shapes(model, shapes));
   PTQ_ASSIGN_OR_RETURN(open, planner::unresolved_dims(model, plan));
-  if (!open.empty()) measure(model, open, threads, plan.value_dims);
+  if (!open.empty()) measure(model, open, backend, threads, plan.value_dims);
   return Status::ok();
 }
 
@@ -189,4 +155,4 @@ onnx::InputShapes fed_shapes(const data::Dataset& dataset) {
   return out;
 }
 
-}  // namespace ptq::apps
+}  // namespace ptq::calibration
