@@ -235,8 +235,7 @@ Status check_command(const CacheOptions& o, const GlobalOptions& global) {
 
 // ---- convert / merge ------------------------------------------------------------------------
 
-// --from-qdq: the scales of an existing Q/DQ model (e.g. exported from QAT) as a cache. A
-// TensorRT cache is written under EntropyCalibration2 unless --trt-algo names another.
+// --from-qdq: the scales of an existing Q/DQ model (e.g. exported from QAT) as a cache.
 Status convert_from_qdq(const CacheOptions& o, const std::optional<calib::MethodConfig>& method,
                         const GlobalOptions& global) {
   if (method) return usage_error("--method cannot recompute a table read from Q/DQ scales");
@@ -247,9 +246,7 @@ Status convert_from_qdq(const CacheOptions& o, const std::optional<calib::Method
   if (!global.quiet) {
     for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
   }
-  OutputOptions out = o.convert_out;
-  if (out.trt_algo.empty()) out.trt_algo = "EntropyCalibration2";
-  return write_output(t, out);
+  return write_output(t, o.convert_out);
 }
 
 Status convert_command(const CacheOptions& o, const GlobalOptions& global) {

@@ -40,7 +40,8 @@ std::string trt_algo_help() {
   for (const calib::CalibratorInfo& c : calib::calibrators()) {
     if (c.trt_name.empty()) lacking.push_back(c.name);
   }
-  return fmt::format("TensorRT cache algorithm name (needed for {}, e.g. EntropyCalibration2)",
+  return fmt::format("TensorRT cache algorithm name (default: the method's own; "
+                     "EntropyCalibration2 for {}, which TensorRT lacks)",
                      fmt::join(lacking, " and "));
 }
 

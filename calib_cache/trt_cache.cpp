@@ -81,14 +81,14 @@ std::optional<float> parse_trt_hex(std::string_view hex) {
 
 namespace {
 
-Expected<std::string> algorithm_for(const CalibrationTable& table, const TrtWriteOptions& options) {
+// A method TensorRT lacks (mse, percentile, Q/DQ scales) is written under the calibrator that
+// TensorRT users implement to read a cache, IInt8EntropyCalibrator2: TensorRT checks only that
+// the header names the calibrator reading it, and uses the scales as they are.
+std::string algorithm_for(const CalibrationTable& table, const TrtWriteOptions& options) {
   if (!options.algorithm.empty()) return options.algorithm;
   const detail::MethodNames* names = detail::method_names(table.method);
   if (names != nullptr && !names->trt.empty()) return std::string(names->trt);
-  return usage_error(
-      "method '{}' has no TensorRT calibrator; name one to write it under (--trt-algo "
-      "EntropyCalibration2), since TensorRT checks the header against its calibrator",
-      table.method);
+  return "EntropyCalibration2";
 }
 
 std::string method_of(std::string_view algorithm) {
@@ -103,7 +103,7 @@ std::string method_of(std::string_view algorithm) {
 }  // namespace
 
 Expected<std::string> trt_cache_string(const CalibrationTable& table, const TrtWriteOptions& options) {
-  PTQ_ASSIGN_OR_RETURN(std::string algorithm, algorithm_for(table, options));
+  const std::string algorithm = algorithm_for(table, options);
   if (algorithm.find_first_of(" \r\n") != std::string::npos) {
     return usage_error("TensorRT algorithm name '{}' holds whitespace", algorithm);
   }

@@ -85,7 +85,8 @@ struct SampleSpan {
 
 // A method and its parameters (a typed config, validated once).
 struct MethodConfig {
-  std::string name = "entropy";  // a registered calibrator name
+  // The default: within 1 dB of the best method on every zoo model (docs/PERF.md).
+  std::string name = "mse";  // a registered calibrator name
   double percentile = 99.99;     // used by "percentile": 0 < p <= 100
   // Ok if `name` is registered and the parameters are in range; a usage error otherwise.
   Status validate() const;

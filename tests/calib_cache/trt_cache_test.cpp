@@ -64,13 +64,13 @@ TEST(TrtCache, WritesTheExactBytes) {
   auto v10 = trt_cache_string(sample_table("minmax"), {.version = *parse_trt_version("10.3.0")});
   ASSERT_TRUE(v10.has_value());
   EXPECT_TRUE(v10->starts_with("TRT-100300-MinMaxCalibration\n"));
-  // percentile / mse need an explicit algorithm name.
+  // percentile / mse, which TensorRT lacks, go under EntropyCalibration2 unless named.
   auto mse = trt_cache_string(sample_table("mse"));
-  ASSERT_FALSE(mse.has_value());
-  EXPECT_EQ(mse.status().code(), StatusCode::kUsage);
-  auto named = trt_cache_string(sample_table("mse"), {.algorithm = "EntropyCalibration2"});
+  ASSERT_TRUE(mse.has_value());
+  EXPECT_TRUE(mse->starts_with("TRT-8601-EntropyCalibration2\n"));
+  auto named = trt_cache_string(sample_table("mse"), {.algorithm = "MinMaxCalibration"});
   ASSERT_TRUE(named.has_value());
-  EXPECT_TRUE(named->starts_with("TRT-8601-EntropyCalibration2\n"));
+  EXPECT_TRUE(named->starts_with("TRT-8601-MinMaxCalibration\n"));
 }
 
 TEST(TrtCache, ReadsBackWhatItWrites) {
@@ -134,8 +134,10 @@ TEST(TrtCache, WriteIsAtomicAndDetected) {
   auto back = read_cache(path);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->method, "minmax");
-  // A failing write leaves the earlier file untouched.
-  EXPECT_FALSE(write_cache(sample_table("mse"), path, {.format = CacheFormat::kTensorRT}).is_ok());
+  // A failing write (a name TensorRT cannot read back) leaves the earlier file untouched.
+  CalibrationTable bad = sample_table("minmax");
+  bad.tensors["two\nlines"] = bad.tensors.begin()->second;
+  EXPECT_FALSE(write_cache(bad, path, {.format = CacheFormat::kTensorRT}).is_ok());
   EXPECT_EQ(*util::read_file(path), *bytes);
   std::filesystem::remove(path);
 }

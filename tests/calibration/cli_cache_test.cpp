@@ -28,7 +28,8 @@ class CacheCli : public ::testing::Test {
     ::setenv("OMP_WAIT_POLICY", "passive", 1);  // see cli_calibrate_test.cpp
     dir_ = new TempDir("CacheCli");
     const PtqResult r = run_ptq({"calibrate", example_model(), "--data", example_data(), "--quiet",
-                                 "--samples", "96", "--batch", "32", "--threads", "1", "-o", cache()});
+                                 "--samples", "96", "--batch", "32", "--threads", "1",
+                                 "--method", "entropy", "-o", cache()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static void TearDownTestSuite() {
@@ -161,7 +162,7 @@ TEST_F(CacheCli, MergeRecomputesWithAMethodAndRefusesMismatches) {
   // Shards binned over different ranges merge only as a min-max table.
   const std::string small = dir / "small.json";
   r = run_ptq({"calibrate", example_model(), "--data", example_data(), "--quiet", "--samples", "8",
-               "--threads", "1", "-o", small});
+               "--threads", "1", "--method", "entropy", "-o", small});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = run_ptq({"cache", "merge", cache(), small, "-o", dir / "x.json"});
   EXPECT_EQ(r.exit_code, 3) << r.err;

@@ -197,7 +197,8 @@ void crosscheck(const std::string& model, const std::string& calib, const std::s
   const fs::path work = scratch(model + "-" + target);
   const fs::path q = work / "q.onnx";
   std::vector<std::string> args = {"quantize", float_model.string(), "--data", calib_data.string(),
-                                   "--samples", "8", "--batch", "4", "--target", target,
+                                   "--samples", "8", "--batch", "4", "--method", "entropy",
+                                   "--target", target,
                                    "-o", q.string(), "--quiet"};
   if (target == "ort") args.insert(args.end(), {"--activation-type", "uint8"});
   auto r = run_ptq(args);

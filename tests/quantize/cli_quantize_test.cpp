@@ -21,8 +21,9 @@ class Quantize : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new fs::path(process_dir("shared"));
     result_ = new ptq::testing::PtqResult(
-        run_ptq({"quantize", example_model(), "--data", calib_npy(), "--samples", "64", "-o",
-                 (*dir_ / "q.onnx").string(), "--trt-cache", (*dir_ / "q.cache").string()}));
+        run_ptq({"quantize", example_model(), "--data", calib_npy(), "--samples", "64",
+                 "--method", "entropy", "-o", (*dir_ / "q.onnx").string(), "--trt-cache",
+                 (*dir_ / "q.cache").string()}));
   }
   static void TearDownTestSuite() {
     delete result_;
