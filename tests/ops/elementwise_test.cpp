@@ -165,6 +165,8 @@ TEST(Activation, FormulasMatchFloat64) {
       {op("Mish").build(1), [](double v) { return v * std::tanh(std::log1p(std::exp(v))); }, 18},
       {op("Softplus").build(1), [](double v) { return std::log1p(std::exp(v)); }, 17},
       {op("Sigmoid").build(1), [](double v) { return 1 / (1 + std::exp(-v)); }, 17},
+      {op("Swish").build(1), [](double v) { return v / (1 + std::exp(-v)); }, 24},
+      {op("Swish").f("alpha", 0.5f).build(1), [](double v) { return v / (1 + std::exp(-0.5 * v)); }, 24},
       {op("Elu").build(1), [](double v) { return v >= 0 ? v : std::exp(v) - 1; }, 17},
       {op("Selu").build(1), [](double v) { return 1.0507009873554805 * (v > 0 ? v : 1.6732632423543772 * (std::exp(v) - 1)); }, 17},
       {op("LeakyRelu").build(1), [](double v) { return v >= 0 ? v : 0.01 * v; }, 17},
