@@ -27,8 +27,8 @@ class OwningAllocator final : public Allocator {
 
 bool deterministic(const ir::Node& node) {
   static const std::unordered_set<std::string_view> random = {
-      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
-      "Bernoulli"};
+      "RandomNormal",      "RandomUniform", "RandomNormalLike",
+      "RandomUniformLike", "Multinomial",   "Bernoulli"};
   if (!node.in_default_domain() || random.count(node.op_type) != 0) return false;
   return std::none_of(node.attributes.begin(), node.attributes.end(), [](const ir::Attribute& a) {
     return a.type == ir::AttrType::kGraph || a.type == ir::AttrType::kGraphs;
@@ -106,16 +106,18 @@ class Folder {
     const auto* p = static_cast<const std::byte*>(t.raw());
     const auto& inits = graph_.initializers();
     return p != nullptr && std::any_of(inits.begin(), inits.end(), [&](const ir::Initializer& i) {
-      const auto* b = static_cast<const std::byte*>(i.tensor.raw());
-      return b != nullptr && p >= b && p + t.nbytes() <= b + i.tensor.nbytes();
-    });
+             const auto* b = static_cast<const std::byte*>(i.tensor.raw());
+             return b != nullptr && p >= b && p + t.nbytes() <= b + i.tensor.nbytes();
+           });
   }
 
   static bool small_enough(const std::vector<const ir::Tensor*>& ins,
                            const std::vector<ir::Tensor>& outs) {
     int64_t in_bytes = 0, out_bytes = 0;
-    for (const ir::Tensor* t : ins) in_bytes += t != nullptr ? static_cast<int64_t>(t->nbytes()) : 0;
-    for (const ir::Tensor& t : outs) out_bytes += t.owns_data() ? static_cast<int64_t>(t.nbytes()) : 0;
+    for (const ir::Tensor* t : ins)
+      in_bytes += t != nullptr ? static_cast<int64_t>(t->nbytes()) : 0;
+    for (const ir::Tensor& t : outs)
+      out_bytes += t.owns_data() ? static_cast<int64_t>(t.nbytes()) : 0;
     return out_bytes <= std::max(kSmallOutput, kMostGrowth * in_bytes);
   }
 
@@ -138,7 +140,8 @@ std::unique_ptr<ir::Graph> graph_without(const ir::Graph& graph, const std::vect
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     if (!drop[i]) g->nodes.push_back(graph.nodes[i]);
   }
-  for (const ir::Initializer& init : graph.initializers()) g->add_initializer(init.name, init.tensor.view());
+  for (const ir::Initializer& init : graph.initializers())
+    g->add_initializer(init.name, init.tensor.view());
   return g;
 }
 

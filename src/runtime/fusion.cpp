@@ -160,9 +160,12 @@ std::vector<Group> groups_of(const std::vector<FusedChain>& chains,
                              const std::vector<Rewrite>& rewrites,
                              const std::vector<int32_t>& used) {
   std::vector<Group> groups;
-  for (int32_t c : active) groups.push_back(Group{ScheduleItem{-1, c, -1, {}}, chains[c].head, &chains[c].io});
+  for (int32_t c : active) {
+    groups.push_back(Group{ScheduleItem{-1, c, -1, {}}, chains[c].head, &chains[c].io});
+  }
   for (int32_t r : used) {
-    groups.push_back(Group{ScheduleItem{-1, -1, r, {}}, rewrites[r].steps.front(), &rewrites[r].io});
+    const Rewrite& rw = rewrites[r];
+    groups.push_back(Group{ScheduleItem{-1, -1, r, {}}, rw.steps.front(), &rw.io});
   }
   return groups;
 }
@@ -200,8 +203,8 @@ std::vector<ScheduleItem> order_items(const Plan& plan, const std::vector<FusedC
       progress = false;
       for (auto it = waiting.begin(); it != waiting.end();) {
         const PlanStep& io = *it->io;
-        if (it->first < passed &&
-            std::all_of(io.inputs.begin(), io.inputs.end(), [&](int32_t id) { return id < 0 || made[id]; })) {
+        auto ready = [&](int32_t id) { return id < 0 || made[id]; };
+        if (it->first < passed && std::all_of(io.inputs.begin(), io.inputs.end(), ready)) {
           emit(std::move(it->item), io);
           it = waiting.erase(it);
           progress = true;

@@ -24,8 +24,8 @@ namespace ptq::runtime {
 // reading it per run, and a folded value must leave every byte of a run as it was.
 struct ExecGraph {
   const ir::Graph* graph = nullptr;
-  std::unique_ptr<ir::Graph> owned;   // set when something was folded
-  std::vector<std::string> folded;    // the values computed by folding, in graph order
+  std::unique_ptr<ir::Graph> owned;  // set when something was folded
+  std::vector<std::string> folded;   // the values computed by folding, in graph order
   int64_t folded_nodes = 0;
 };
 
@@ -38,8 +38,8 @@ ExecGraph fold_constants(const ir::Model& model, Backend& backend, int threads);
 
 // Plan steps run as one substitute node with its own kernel.
 struct Rewrite {
-  std::vector<size_t> steps;      // the steps replaced, sorted
-  std::vector<int32_t> hidden;    // values those steps make that the substitute does not
+  std::vector<size_t> steps;    // the steps replaced, sorted
+  std::vector<int32_t> hidden;  // values those steps make that the substitute does not
   // Of `hidden`, the values whose shape is the output's with the axes from `reduced_axis` on
   // set to 1 (a LayerNorm's mean and variance); the others have the output's shape.
   std::vector<int32_t> reduced;
@@ -53,8 +53,8 @@ struct Rewrite {
 
 // The rewrites of `plan`'s steps whose substitutes `backend` runs, longest first where two
 // share steps. May add constants to `plan` (a LayerNorm without an affine part needs a scale).
-Expected<std::vector<Rewrite>> find_rewrites(Plan& plan, const ir::Graph& graph,
-                                             Backend& backend, int64_t opset, int threads);
+Expected<std::vector<Rewrite>> find_rewrites(Plan& plan, const ir::Graph& graph, Backend& backend,
+                                             int64_t opset, int threads);
 
 // The rewrites a run uses: in order, each that shares no step with one already taken (marked
 // in `taken`), hides no value in `wanted` and, unless exact, makes no value a wanted one is

@@ -96,10 +96,10 @@ void layer_norm(const Matcher& m, size_t r1, std::vector<Candidate>& out) {
 
   Candidate base = candidate({r1, *sub, *square, *r2, *add, *root, *div}, m.out(*div),
                              "LayerNormalization", {m.name(x)});
-  base.node.attributes = {ir::int_attr("axis", *axis), ir::float_attr("epsilon", static_cast<float>(*eps))};
+  base.node.attributes = {ir::int_attr("axis", *axis),
+                          ir::float_attr("epsilon", static_cast<float>(*eps))};
   base.reduced = {mean, m.out(*r2), m.out(*add), m.out(*root)};
   base.reduced_axis = *axis;
-  std::vector<Candidate> found;
   if (const std::optional<size_t> mul = m.only_reader(base.output, "Mul");
       mul && affine_constant(m, m.other(*mul, base.output), *axis)) {
     Candidate scaled = base;
@@ -150,8 +150,7 @@ void gelu_erf(const Matcher& m, size_t erf, std::vector<Candidate>& out) {
   const int32_t t = m.in(erf, 0);
   std::optional<size_t> scale = m.made_by(t, "Div");
   int32_t x = -1;
-  if (scale && m.scalar(m.in(*scale, 1)) &&
-      std::abs(*m.scalar(m.in(*scale, 1)) - kSqrt2) < 1e-6) {
+  if (scale && m.scalar(m.in(*scale, 1)) && std::abs(*m.scalar(m.in(*scale, 1)) - kSqrt2) < 1e-6) {
     x = m.in(*scale, 0);
   } else if ((scale = m.made_by(t, "Mul"))) {
     for (int32_t v : m.plan().steps[*scale].inputs) {
@@ -219,8 +218,8 @@ std::optional<size_t> relu6_of(const Matcher& m, int32_t value, int64_t opset) {
   if (!clip || m.in(*clip, 0) != value) return std::nullopt;
   if (opset < 11) {
     const ir::Node& n = m.node(*clip);
-    if (n.attr_float("min", -1.0f) != 0.0f || n.attr_float("max", -1.0f) != 6.0f) return std::nullopt;
-    return clip;
+    const bool relu6 = n.attr_float("min", -1.0f) == 0.0f && n.attr_float("max", -1.0f) == 6.0f;
+    return relu6 ? clip : std::nullopt;
   }
   if (m.scalar(m.in(*clip, 1)) != 0.0 || m.scalar(m.in(*clip, 2)) != 6.0) return std::nullopt;
   return clip;
@@ -262,7 +261,8 @@ void hard_swish_spelled(const Matcher& m, size_t add, int64_t opset, std::vector
 void hard_swish_of_hard_sigmoid(const Matcher& m, size_t s, std::vector<Candidate>& out) {
   if (!m.is(s, "HardSigmoid") || m.out(s) < 0) return;
   const ir::Node& n = m.node(s);
-  if (std::abs(n.attr_float("alpha", 0.2f) - 1.0f / 6.0f) > 1e-6f || n.attr_float("beta", 0.5f) != 0.5f) {
+  if (std::abs(n.attr_float("alpha", 0.2f) - 1.0f / 6.0f) > 1e-6f ||
+      n.attr_float("beta", 0.5f) != 0.5f) {
     return;
   }
   const int32_t x = m.in(s, 0);

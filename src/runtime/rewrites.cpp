@@ -1,9 +1,9 @@
 // The optimizer's rewrites (optimizer.h): patterns' candidates checked, their substitutes made,
 // and the choice per run.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "optimizer.h"
 #include "rewrite_match.h"
@@ -42,7 +42,8 @@ std::optional<size_t> Matcher::made_by(int32_t value, std::string_view op) const
 }
 
 std::optional<size_t> Matcher::only_reader(int32_t value, std::string_view op) const {
-  if (value < 0 || plan_.values[value].graph_output || readers_[value].size() != 1) return std::nullopt;
+  if (value < 0 || plan_.values[value].graph_output || readers_[value].size() != 1)
+    return std::nullopt;
   const size_t step = readers_[value][0];
   if (!is(step, op) || out(step) < 0) return std::nullopt;
   return step;
@@ -134,7 +135,7 @@ Expected<std::optional<Rewrite>> make_rewrite(Plan& plan, const ir::Graph& graph
   Rewrite r;
   if (!self_contained(plan, c, r.hidden)) return std::optional<Rewrite>();
   const ir::Node& last = graph.nodes[plan.steps[c.steps.back()].node];
-  c.node.name = fmt::format("{} ({} of {} nodes)", last.name, c.node.op_type, c.steps.size());
+  c.node.name = fmt::format("{} (rewritten from {} nodes)", last.name, c.steps.size());
   c.node.outputs = {plan.values[c.output].name};
   if (!backend.supports(c.node, opset)) return std::optional<Rewrite>();
   for (auto& [name, value] : c.constants) {
@@ -155,8 +156,8 @@ Expected<std::optional<Rewrite>> make_rewrite(Plan& plan, const ir::Graph& graph
 
 }  // namespace
 
-Expected<std::vector<Rewrite>> find_rewrites(Plan& plan, const ir::Graph& graph,
-                                             Backend& backend, int64_t opset, int threads) {
+Expected<std::vector<Rewrite>> find_rewrites(Plan& plan, const ir::Graph& graph, Backend& backend,
+                                             int64_t opset, int threads) {
   std::vector<Candidate> candidates;
   find_candidates(Matcher(plan, graph), opset, candidates);
   std::vector<Rewrite> rewrites;
@@ -176,7 +177,8 @@ std::vector<bool> feeding(const Plan& plan, const std::vector<bool>& wanted) {
   std::vector<bool> feeds = wanted;
   for (size_t s = plan.steps.size(); s-- > 0;) {
     const PlanStep& step = plan.steps[s];
-    if (std::none_of(step.outputs.begin(), step.outputs.end(), [&](int32_t id) { return id >= 0 && feeds[id]; })) {
+    if (std::none_of(step.outputs.begin(), step.outputs.end(),
+                     [&](int32_t id) { return id >= 0 && feeds[id]; })) {
       continue;
     }
     for (int32_t id : step.inputs) {

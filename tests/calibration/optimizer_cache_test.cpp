@@ -106,7 +106,8 @@ Calibrated calibrate_with(const ir::Model& model, const std::string& samples, bo
 }
 
 // Both caches, every tensor or the planner's; returns the optimized runs' statistics.
-std::vector<runtime::RunStats> expect_same_caches(const ir::Model& model, const std::string& samples,
+std::vector<runtime::RunStats> expect_same_caches(const ir::Model& model,
+                                                  const std::string& samples,
                                                   std::vector<bool> modes) {
   std::vector<runtime::RunStats> stats;
   for (bool all : modes) {

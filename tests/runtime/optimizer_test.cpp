@@ -5,12 +5,12 @@
 // observer sees the bytes an unoptimized run makes: a rewrite whose inside it wants is not
 // used, nor one that rounds otherwise upstream of what it wants. The test models give the same
 // outputs with and without the optimizer.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "kernel_harness.h"
 #include "npy_lite.h"
@@ -91,7 +91,8 @@ void expect_close(const ir::Tensor& a, const ir::Tensor& b, double tol) {
   for (int64_t i = 0; i < a.size(); ++i) {
     const double x = a.as_double(i), y = b.as_double(i);
     if (!std::isfinite(y)) continue;
-    ASSERT_LE(std::abs(x - y), tol * (1.0 + std::abs(y))) << "element " << i << ": " << x << " vs " << y;
+    ASSERT_LE(std::abs(x - y), tol * (1.0 + std::abs(y)))
+        << "element " << i << ": " << x << " vs " << y;
   }
 }
 
@@ -132,8 +133,10 @@ TEST(Optimizer, PowSquareAndSquareRoot) {
   m.graph.nodes.push_back(op("Pow", {"a", scalar(m, "half", 0.5f)}, "z"));
   const NamedTensors in = input(rng, {3, 7, 11});
   const Result r = check(m, in, 2, 1.2e-7);
-  expect_formula(in, r.outputs[0].second, [](double v) { return v * v; }, 1e-7);
-  expect_formula(in, r.outputs[1].second, [](double v) { return std::sqrt(std::abs(v)); }, 1e-7);
+  expect_formula(
+      in, r.outputs[0].second, [](double v) { return v * v; }, 1e-7);
+  expect_formula(
+      in, r.outputs[1].second, [](double v) { return std::sqrt(std::abs(v)); }, 1e-7);
 }
 
 // An exponent that is neither (3) stays a Pow; so does one that is not a constant.
@@ -154,8 +157,8 @@ TEST(Optimizer, OtherPowsStay) {
 //
 //   x ─► ReduceMean ─► Sub(x, .) ─► d ─► Pow(2) ─► ReduceMean ─► Add(eps) ─► Sqrt ─► s
 //   d, s ─► Div ─► n ─► [Mul(scale) ─► [Add(bias)]] ─► y
-ir::Model layer_norm_model(std::mt19937& rng, std::vector<int64_t> shape,
-                           std::vector<int64_t> axes, int affine, bool mul_square) {
+ir::Model layer_norm_model(std::mt19937& rng, std::vector<int64_t> shape, std::vector<int64_t> axes,
+                           int affine, bool mul_square) {
   ir::Model m = model(shape);
   const ir::Attribute ax = attr_ints("axes", axes);
   m.graph.nodes.push_back(op("ReduceMean", {"x"}, "mean", {ax}));
@@ -189,7 +192,8 @@ ir::Tensor layer_norm_reference(const ir::Model& m, const ir::Tensor& x, int64_t
   for (int64_t r = 0; r < x.size() / d; ++r) {
     double mean = 0.0, var = 0.0;
     for (int64_t j = 0; j < d; ++j) mean += x.as_double(r * d + j) / static_cast<double>(d);
-    for (int64_t j = 0; j < d; ++j) var += std::pow(x.as_double(r * d + j) - mean, 2) / static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j)
+      var += std::pow(x.as_double(r * d + j) - mean, 2) / static_cast<double>(d);
     for (int64_t j = 0; j < d; ++j) {
       double v = (x.as_double(r * d + j) - mean) / std::sqrt(var + 1e-5);
       if (scale != nullptr) v *= scale->as_double(j);
@@ -349,8 +353,8 @@ TEST(Optimizer, HardSwishAndHardSigmoidThroughTheSigmoid) {
 TEST(Optimizer, HardSwishFromHardSigmoid) {
   std::mt19937 rng(13);
   ir::Model m = model({40});
-  m.graph.nodes.push_back(op("HardSigmoid", {"x"}, "h",
-                             {attr_float("alpha", 1.0f / 6.0f), attr_float("beta", 0.5f)}));
+  m.graph.nodes.push_back(
+      op("HardSigmoid", {"x"}, "h", {attr_float("alpha", 1.0f / 6.0f), attr_float("beta", 0.5f)}));
   m.graph.nodes.push_back(op("Mul", {"x", "h"}, "y"));
   const NamedTensors in = input(rng, {40}, -8.0f, 8.0f);
   const Result r = check(m, in, 2, 2.5e-7);
@@ -373,7 +377,8 @@ TEST(Optimizer, SiluIsBitIdentical) {
   x[2] = -INFINITY;
   x[3] = -0.0f;
   const Result r = check(m, in, 2, 0.0);
-  expect_formula(in, r.outputs[0].second, [](double v) { return v / (1 + std::exp(-v)); }, 2e-7);
+  expect_formula(
+      in, r.outputs[0].second, [](double v) { return v / (1 + std::exp(-v)); }, 2e-7);
 }
 
 // x -> Softplus -> Tanh -> Mul(x, .) -> y
@@ -385,8 +390,9 @@ TEST(Optimizer, MishIsBitIdentical) {
   m.graph.nodes.push_back(op("Mul", {"x", "t"}, "y"));
   const NamedTensors in = input(rng, {7, 13}, -20.0f, 20.0f);
   const Result r = check(m, in, 3, 0.0);
-  expect_formula(in, r.outputs[0].second, [](double v) { return v * std::tanh(std::log1p(std::exp(v))); },
-                 2e-7);
+  expect_formula(
+      in, r.outputs[0].second, [](double v) { return v * std::tanh(std::log1p(std::exp(v))); },
+      2e-7);
 }
 
 // The patterns are float32 arithmetic: on float64 data the nodes run as they are.
@@ -426,7 +432,8 @@ TEST(Optimizer, ConstantFoldingGivesTheSameBytes) {
   m.graph.outputs.push_back(value("z", {}));
   m.graph.inputs.push_back(value("x2", {64, 1024}));
   std::vector<int8_t> q(18);
-  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
+  for (size_t i = 0; i < q.size(); ++i)
+    q[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
   m.graph.set_initializer("w_q", ir::make_tensor<int8_t>({6, 3}, q));
   m.graph.set_initializer("w_s", ir::make_tensor<float>({}, {0.02f}));
   m.graph.set_initializer("r", random_tensor(rng, {12}));
