@@ -509,9 +509,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ir::Model& model, Bac
   std::vector<FusedChain> chains;
   if (options.fuse) chains = find_chains(plan, graph, kernels);
   std::vector<Rewrite> rewrites;
-  if (options.optimize) {
-    PTQ_ASSIGN_OR_RETURN(rewrites, find_rewrites(plan, graph, backend, opset, options.threads));
-  }
+  if (options.optimize) rewrites = find_rewrites(plan, graph, backend, opset, options.threads);
   return std::unique_ptr<Executor>(std::make_unique<PlanExecutor>(
       model, backend, options, std::move(exec), std::move(plan), std::move(kernels),
       std::move(chains), std::move(rewrites)));

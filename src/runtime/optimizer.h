@@ -53,8 +53,8 @@ struct Rewrite {
 
 // The rewrites of `plan`'s steps whose substitutes `backend` runs, longest first where two
 // share steps. May add constants to `plan` (a LayerNorm without an affine part needs a scale).
-Expected<std::vector<Rewrite>> find_rewrites(Plan& plan, const ir::Graph& graph, Backend& backend,
-                                             int64_t opset, int threads);
+std::vector<Rewrite> find_rewrites(Plan& plan, const ir::Graph& graph, Backend& backend,
+                                   int64_t opset, int threads);
 
 // The rewrites a run uses: in order, each that shares no step with one already taken (marked
 // in `taken`), hides no value in `wanted` and, unless exact, makes no value a wanted one is

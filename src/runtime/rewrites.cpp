@@ -128,16 +128,18 @@ int32_t add_constant(Plan& plan, std::string name, ir::Tensor value) {
   return id;
 }
 
-Expected<std::optional<Rewrite>> make_rewrite(Plan& plan, const ir::Graph& graph, Candidate c,
-                                              Backend& backend, int64_t opset, int threads) {
+// The rewrite of a candidate, or nullopt where its inner values leak or the backend has no
+// kernel for the substitute.
+std::optional<Rewrite> make_rewrite(Plan& plan, const ir::Graph& graph, Candidate c,
+                                    Backend& backend, int64_t opset, int threads) {
   std::sort(c.steps.begin(), c.steps.end());
   c.steps.erase(std::unique(c.steps.begin(), c.steps.end()), c.steps.end());
   Rewrite r;
-  if (!self_contained(plan, c, r.hidden)) return std::optional<Rewrite>();
+  if (!self_contained(plan, c, r.hidden)) return std::nullopt;
   const ir::Node& last = graph.nodes[plan.steps[c.steps.back()].node];
   c.node.name = fmt::format("{} (rewritten from {} nodes)", last.name, c.steps.size());
   c.node.outputs = {plan.values[c.output].name};
-  if (!backend.supports(c.node, opset)) return std::optional<Rewrite>();
+  if (!backend.supports(c.node, opset)) return std::nullopt;
   for (auto& [name, value] : c.constants) {
     if (plan.id(name) < 0) add_constant(plan, name, std::move(value));
   }
@@ -149,21 +151,23 @@ Expected<std::optional<Rewrite>> make_rewrite(Plan& plan, const ir::Graph& graph
   r.reduced_axis = c.reduced_axis;
   r.exact = c.exact;
   r.node = std::make_unique<ir::Node>(std::move(c.node));
-  KernelContext ctx{*r.node, opset, threads, &graph};
-  PTQ_ASSIGN_OR_RETURN(r.kernel, backend.create_kernel(ctx));
-  return std::optional<Rewrite>(std::move(r));
+  // No graph: a substitute packs no constant (see ExecGraph on why kernels see no folded one).
+  KernelContext ctx{*r.node, opset, threads, nullptr};
+  Expected<std::unique_ptr<Kernel>> kernel = backend.create_kernel(ctx);
+  if (!kernel) return std::nullopt;
+  r.kernel = std::move(*kernel);
+  return r;
 }
 
 }  // namespace
 
-Expected<std::vector<Rewrite>> find_rewrites(Plan& plan, const ir::Graph& graph, Backend& backend,
-                                             int64_t opset, int threads) {
+std::vector<Rewrite> find_rewrites(Plan& plan, const ir::Graph& graph, Backend& backend,
+                                   int64_t opset, int threads) {
   std::vector<Candidate> candidates;
   find_candidates(Matcher(plan, graph), opset, candidates);
   std::vector<Rewrite> rewrites;
   for (Candidate& c : candidates) {
-    PTQ_ASSIGN_OR_RETURN(std::optional<Rewrite> r,
-                         make_rewrite(plan, graph, std::move(c), backend, opset, threads));
+    std::optional<Rewrite> r = make_rewrite(plan, graph, std::move(c), backend, opset, threads);
     if (r) rewrites.push_back(std::move(*r));
   }
   return rewrites;
