@@ -71,6 +71,7 @@ void layer_norm(const Matcher& m, size_t r1, std::vector<Candidate>& out) {
   const std::optional<int64_t> axis = trailing_mean_axis(m, r1);
   if (!axis) return;
   const int32_t x = m.in(r1, 0), mean = m.out(r1);
+  if (x < 0) return;
   const std::optional<size_t> sub = m.only_reader(mean, "Sub");
   if (!sub || m.in(*sub, 0) != x || m.in(*sub, 1) != mean) return;
   const int32_t d = m.out(*sub);
@@ -267,7 +268,7 @@ void hard_swish_of_hard_sigmoid(const Matcher& m, size_t s, std::vector<Candidat
   }
   const int32_t x = m.in(s, 0);
   const std::optional<size_t> mul = m.only_reader(m.out(s), "Mul");
-  if (mul && m.other(*mul, m.out(s)) == x) {
+  if (x >= 0 && mul && m.other(*mul, m.out(s)) == x) {
     out.push_back(candidate({s, *mul}, m.out(*mul), "HardSwish", {m.name(x)}));
   }
 }
@@ -279,7 +280,7 @@ void silu(const Matcher& m, size_t s, std::vector<Candidate>& out) {
   if (!m.is(s, "Sigmoid") || m.out(s) < 0) return;
   const int32_t x = m.in(s, 0);
   const std::optional<size_t> mul = m.only_reader(m.out(s), "Mul");
-  if (mul && m.other(*mul, m.out(s)) == x) {
+  if (x >= 0 && mul && m.other(*mul, m.out(s)) == x) {
     out.push_back(candidate({s, *mul}, m.out(*mul), "Swish", {m.name(x)}));
     out.back().exact = true;  // the Sigmoid kernel's float operations, then the same product
   }
@@ -292,7 +293,7 @@ void mish(const Matcher& m, size_t s, std::vector<Candidate>& out) {
   const std::optional<size_t> tanh = m.only_reader(m.out(s), "Tanh");
   if (!tanh) return;
   const std::optional<size_t> mul = m.only_reader(m.out(*tanh), "Mul");
-  if (mul && m.other(*mul, m.out(*tanh)) == x) {
+  if (x >= 0 && mul && m.other(*mul, m.out(*tanh)) == x) {
     out.push_back(candidate({s, *tanh, *mul}, m.out(*mul), "Mish", {m.name(x)}));
     out.back().exact = true;  // Softplus's and Tanh's float operations, then the same product
   }
