@@ -127,6 +127,11 @@ struct ExecutorOptions {
   // Fold Add / Relu / Clip into the Conv or Gemm before them where the kernel can and no
   // observer wants the tensors in between; off runs every node apart (tests, bisecting).
   bool fuse = true;
+  // The execution-time graph optimizer (docs/DESIGN.md, "Optimizer"): fold nodes computed from
+  // constants alone once, and run spelled-out ops (LayerNorm, Gelu, HardSwish, SiLU, Mish,
+  // Pow(x, 2)) as one kernel where no observer wants what that would hide or change; off runs
+  // the model's nodes as they are (tests, bisecting).
+  bool optimize = true;
 };
 
 // Memory figures of the last run, from the executor's own bookkeeping.
@@ -136,6 +141,8 @@ struct RunStats {
   int64_t pool_bytes = 0;          // bytes the pool holds (live + free buffers)
   int64_t steps = 0;               // nodes run
   int64_t fused = 0;               // of them, run inside a Conv/Gemm kernel (Add, Relu, Clip)
+  int64_t rewritten = 0;           // of them, replaced by the optimizer's substitute nodes
+  int64_t folded = 0;              // nodes not among them: computed once, from constants
 };
 
 using NamedTensors = std::vector<std::pair<std::string, ir::Tensor>>;
@@ -169,8 +176,9 @@ class Executor {
   virtual RunStats last_run_stats() const = 0;
   // The shape of every value the last run fed or computed, by name, in plan order: what an
   // observer wanting them all would be shown, without one (which would keep fused kernels
-  // apart). A value a fused kernel hides has its chain's output shape. Empty from a backend
-  // that does not track them.
+  // apart). A value a fused kernel or an optimizer rewrite hides has the output's shape (a
+  // rewritten LayerNorm's mean and variance: with the normalised axes at 1); a folded value
+  // its own. Empty from a backend that does not track them.
   virtual std::vector<std::pair<std::string, ir::Shape>> value_shapes() const { return {}; }
 };
 

@@ -52,17 +52,22 @@ Status check_input(const PlanValue& v, const ir::Tensor& t) {
 
 class PlanExecutor final : public Executor {
  public:
-  PlanExecutor(const ir::Model& model, Backend& backend, ExecutorOptions options, Plan plan,
-               std::vector<std::unique_ptr<Kernel>> kernels, std::vector<FusedChain> chains)
+  PlanExecutor(const ir::Model& model, Backend& backend, ExecutorOptions options, ExecGraph graph,
+               Plan plan, std::vector<std::unique_ptr<Kernel>> kernels,
+               std::vector<FusedChain> chains, std::vector<Rewrite> rewrites)
       : model_(model),
         backend_(backend),
         options_(options),
+        exec_graph_(std::move(graph)),
+        graph_(*exec_graph_.graph),
         plan_(std::move(plan)),
         kernels_(std::move(kernels)),
-        chains_(std::move(chains)) {
+        chains_(std::move(chains)),
+        rewrites_(std::move(rewrites)) {
     for (int32_t id : plan_.constants) {
       weight_bytes_ += static_cast<int64_t>(plan_.values[id].constant->nbytes());
     }
+    for (const std::string& name : exec_graph_.folded) folded_.push_back(plan_.id(name));
   }
 
   Expected<NamedTensors> run(const NamedTensors& inputs,
@@ -81,6 +86,8 @@ class PlanExecutor final : public Executor {
   void choose_schedule();
   Status run_step(size_t s);
   Status run_chain(const FusedChain& chain);
+  Status run_rewrite(const Rewrite& rewrite);
+  void note_hidden_shapes(const ScheduleItem& item);
   std::optional<Epilogue> epilogue_of(const FusedChain& chain) const;
   void claim_outputs(const PlanStep& step);
   void release(int32_t id);
@@ -94,10 +101,15 @@ class PlanExecutor final : public Executor {
   const ir::Model& model_;
   Backend& backend_;
   ExecutorOptions options_;
+  ExecGraph exec_graph_;    // what the plan and kernels were made from (optimizer.h)
+  const ir::Graph& graph_;  // *exec_graph_.graph: the model's, or a copy with folded values
   Plan plan_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // one per step
   std::vector<FusedChain> chains_;                // every chain the kernels can fuse
+  std::vector<Rewrite> rewrites_;                 // every rewrite the optimizer found
+  std::vector<int32_t> folded_;                   // value ids of the folded values
   std::vector<int32_t> active_;                   // the chains the schedule uses
+  std::vector<int32_t> used_;                     // the rewrites the schedule uses
   std::vector<ScheduleItem> schedule_;
   bool scheduled_ = false;
   PoolAllocator pool_;
@@ -108,7 +120,8 @@ class PlanExecutor final : public Executor {
   std::unordered_map<const Observer*, std::vector<bool>> wanted_;
   std::vector<bool> any_wanted_;
   int64_t weight_bytes_ = 0;
-  int64_t fused_ = 0;  // nodes of this run folded into a kernel
+  int64_t fused_ = 0;      // nodes of this run folded into a kernel
+  int64_t rewritten_ = 0;  // nodes of this run replaced by a rewrite's substitute
   RunStats stats_;
   StepTimes times_;  // PTQ_CPU_TIMING
 };
@@ -164,7 +177,7 @@ Status PlanExecutor::observe(int32_t id, std::span<Observer* const> observers) {
   const ir::Tensor& t = slots_[id].tensor;
   std::unique_ptr<TensorStatistics> stats = backend_.statistics(t, options_.threads);
   const ir::Node* producer =
-      v.producer_step >= 0 ? &model_.graph.nodes[plan_.steps[v.producer_step].node] : nullptr;
+      v.producer_step >= 0 ? &graph_.nodes[plan_.steps[v.producer_step].node] : nullptr;
   ObservedTensor shown{v.name, producer, t.shape(), t.dtype(), &t, *stats};
   for (Observer* o : observers) {
     if (wanted_[o][id]) PTQ_RETURN_IF_ERROR(o->observe(shown));
@@ -211,7 +224,7 @@ Status labelled(const ir::Node& node, const Status& st) {
 
 Status PlanExecutor::run_step(size_t s) {
   const PlanStep& step = plan_.steps[s];
-  const ir::Node& node = model_.graph.nodes[step.node];
+  const ir::Node& node = graph_.nodes[step.node];
   std::vector<const ir::Tensor*> ins(step.inputs.size(), nullptr);
   for (size_t i = 0; i < ins.size(); ++i) {
     if (step.inputs[i] >= 0) ins[i] = &slots_[step.inputs[i]].tensor;
@@ -248,7 +261,7 @@ std::optional<Epilogue> PlanExecutor::epilogue_of(const FusedChain& c) const {
       const int32_t id = i < act.inputs.size() ? act.inputs[i] : -1;
       return id >= 0 && slots_[id].set ? &slots_[id].tensor : nullptr;
     };
-    const auto b = clip_bounds(model_.graph.nodes[act.node], model_.opset(""), bound(1), bound(2));
+    const auto b = clip_bounds(graph_.nodes[act.node], model_.opset(""), bound(1), bound(2));
     if (!b) return std::nullopt;
     e.lo = b->first;
     e.hi = b->second;
@@ -271,7 +284,7 @@ Status PlanExecutor::run_chain(const FusedChain& c) {
       slot.tensor = std::move(outs[0]);
       slot.set = !slot.tensor.empty();
       claim_outputs(c.io);
-      const ir::Node& node = model_.graph.nodes[head.node];
+      const ir::Node& node = graph_.nodes[head.node];
       if (!done.has_value()) return labelled(node, done.status());
       if (!slot.set) return runtime_error("{}: fused output '{}' was not produced", node.label(),
                                           plan_.values[c.io.outputs[0]].name);
@@ -285,22 +298,74 @@ Status PlanExecutor::run_chain(const FusedChain& c) {
   return Status::ok();
 }
 
-// The chains this run can use (none hides a value an observer wants), and its order.
+// The substitute, on inputs it takes; otherwise (another dtype) the steps one by one.
+Status PlanExecutor::run_rewrite(const Rewrite& r) {
+  std::vector<const ir::Tensor*> ins(r.io.inputs.size(), nullptr);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (r.io.inputs[i] >= 0) ins[i] = &slots_[r.io.inputs[i]].tensor;
+  }
+  if (!substitute_takes(ins)) {
+    for (size_t s : r.steps) PTQ_RETURN_IF_ERROR(run_step(s));
+    for (int32_t id : r.hidden) release(id);
+    return Status::ok();
+  }
+  std::vector<ir::Tensor> outs(1);
+  const Status st = r.kernel->run(ins, outs, pool_);
+  Slot& slot = slots_[r.io.outputs[0]];
+  slot.tensor = std::move(outs[0]);
+  slot.set = !slot.tensor.empty();
+  claim_outputs(r.io);
+  PTQ_RETURN_IF_ERROR(labelled(*r.node, st));
+  if (!slot.set) return runtime_error("{}: output was not produced", r.node->label());
+  rewritten_ += static_cast<int64_t>(r.steps.size());
+  return Status::ok();
+}
+
+// The rewrites and chains this run can use (none hides a value an observer wants; a rewrite
+// that rounds otherwise feeds none either), and its order.
 void PlanExecutor::choose_schedule() {
-  std::vector<int32_t> active = pick_chains(plan_, chains_, any_wanted_);
-  if (scheduled_ && active == active_) return;
-  schedule_ = make_schedule(plan_, chains_, active);
+  std::vector<bool> taken(plan_.steps.size(), false);
+  std::vector<int32_t> used = pick_rewrites(plan_, rewrites_, any_wanted_, taken);
+  std::vector<int32_t> active = pick_chains(plan_, chains_, any_wanted_, std::move(taken));
+  if (scheduled_ && active == active_ && used == used_) return;
+  schedule_ = make_schedule(plan_, chains_, active, rewrites_, used);
   active_ = std::move(active);
+  used_ = std::move(used);
   scheduled_ = true;
 }
 
-// PTQ_CPU_TIMING: schedule item i ran from t0 to t1 (a chain is named by its head node).
+// PTQ_CPU_TIMING: schedule item i ran from t0 to t1 (a chain is named by its head node, a
+// rewrite by its substitute).
 void PlanExecutor::note_time(size_t i, TimePoint t0, TimePoint t1) {
   const ScheduleItem& item = schedule_[i];
+  if (item.rewrite >= 0) {
+    const ir::Node& node = *rewrites_[item.rewrite].node;
+    times_.add(i, schedule_.size(), node.label(), node.op_type, t0, t1);
+    return;
+  }
   const bool alone = item.step >= 0;
   const size_t head = alone ? static_cast<size_t>(item.step) : chains_[item.chain].head;
-  const ir::Node& node = model_.graph.nodes[plan_.steps[head].node];
+  const ir::Node& node = graph_.nodes[plan_.steps[head].node];
   times_.add(i, schedule_.size(), node.label() + (alone ? "" : " (fused)"), node.op_type, t0, t1);
+}
+
+// The shapes of the values a chain or rewrite did not make, from its output's.
+void PlanExecutor::note_hidden_shapes(const ScheduleItem& item) {
+  if (item.chain >= 0) {
+    const FusedChain& c = chains_[item.chain];
+    for (int32_t id : c.hidden) note_shape(id, c.io.outputs[0]);
+    return;
+  }
+  const Rewrite& r = rewrites_[item.rewrite];
+  const int32_t out = r.io.outputs[0];
+  for (int32_t id : r.hidden) {
+    note_shape(id, out);
+    const bool reduced = std::find(r.reduced.begin(), r.reduced.end(), id) != r.reduced.end();
+    if (!reduced || !shaped_[id]) continue;
+    ir::Shape& s = shapes_[id];
+    const int64_t rank = static_cast<int64_t>(s.size());
+    for (int64_t a = std::max<int64_t>(rank + r.reduced_axis, 0); a < rank; ++a) s[a] = 1;
+  }
 }
 
 // Keeps the shape of value `like` (set in this run) as `id`'s.
@@ -337,6 +402,8 @@ std::vector<int64_t> PlanExecutor::pool_key() const {
   }
   key.push_back(-1);
   key.insert(key.end(), active_.begin(), active_.end());
+  key.push_back(-1);
+  key.insert(key.end(), used_.begin(), used_.end());
   return key;
 }
 
@@ -346,6 +413,7 @@ Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, Nam
   shapes_.resize(plan_.values.size());
   shaped_.assign(plan_.values.size(), 0);
   fused_ = 0;
+  rewritten_ = 0;
   bool began = false;
   Status st = [&]() -> Status {
     PTQ_RETURN_IF_ERROR(bind_inputs(inputs));
@@ -354,6 +422,7 @@ Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, Nam
     pool_.begin_run(pool_key());
     began = true;
     for (int32_t id : plan_.real_inputs) note_shape(id, id);
+    for (int32_t id : folded_) note_shape(id, id);
     for (int32_t id : plan_.real_inputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
     for (int32_t id : plan_.constants) PTQ_RETURN_IF_ERROR(observe(id, observers));
     for (size_t i = 0; i < schedule_.size(); ++i) {
@@ -362,15 +431,17 @@ Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, Nam
       const auto t0 = times_.on() ? std::chrono::steady_clock::now() : TimePoint{};
       if (alone) {
         PTQ_RETURN_IF_ERROR(run_step(static_cast<size_t>(item.step)));
-      } else {
+      } else if (item.chain >= 0) {
         PTQ_RETURN_IF_ERROR(run_chain(chains_[item.chain]));
+      } else {
+        PTQ_RETURN_IF_ERROR(run_rewrite(rewrites_[item.rewrite]));
       }
       const auto t1 = times_.on() ? std::chrono::steady_clock::now() : TimePoint{};
-      const PlanStep& io = alone ? plan_.steps[item.step] : chains_[item.chain].io;
+      const PlanStep& io = alone             ? plan_.steps[item.step]
+                           : item.chain >= 0 ? chains_[item.chain].io
+                                             : rewrites_[item.rewrite].io;
       for (int32_t id : io.outputs) note_shape(id, id);
-      if (!alone) {
-        for (int32_t id : chains_[item.chain].hidden) note_shape(id, io.outputs[0]);
-      }
+      if (!alone) note_hidden_shapes(item);
       for (int32_t id : io.outputs) PTQ_RETURN_IF_ERROR(observe(id, observers));
       for (int32_t id : item.release) release(id);
       if (times_.on()) note_time(i, t0, t1);
@@ -379,7 +450,8 @@ Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, Nam
     return Status::ok();
   }();
   stats_ = RunStats{weight_bytes_, pool_.peak_bytes(), pool_.pool_bytes(),
-                    static_cast<int64_t>(plan_.steps.size()), fused_};
+                    static_cast<int64_t>(plan_.steps.size()), fused_, rewritten_,
+                    exec_graph_.folded_nodes};
   if (!st.is_ok()) {
     clear();
     if (began) pool_.end_run(false);
@@ -420,19 +492,27 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ir::Model& model, Bac
   }
   const int64_t opset = model.opset("");
   if (opset <= 0) return invalid_input("the model imports no default-domain (ai.onnx) opset");
-  PTQ_ASSIGN_OR_RETURN(Plan plan, build_plan(model.graph));
+  options.threads = std::max(options.threads, 1);
+  ExecGraph exec{&model.graph, nullptr, {}, 0};
+  if (options.optimize) exec = fold_constants(model, backend, options.threads);
+  const ir::Graph& graph = *exec.graph;
+  PTQ_ASSIGN_OR_RETURN(Plan plan, build_plan(graph));
   std::vector<std::unique_ptr<Kernel>> kernels;
   kernels.reserve(plan.steps.size());
   for (const PlanStep& step : plan.steps) {
-    KernelContext ctx{model.graph.nodes[step.node], opset, std::max(options.threads, 1), &model.graph};
+    // Kernels see the model's initializers only: one packing a folded weight would sum in
+    // another order than the unoptimized run, and folding must not change a value's bytes.
+    KernelContext ctx{graph.nodes[step.node], opset, options.threads, &model.graph};
     PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, backend.create_kernel(ctx));
     kernels.push_back(std::move(k));
   }
-  options.threads = std::max(options.threads, 1);
   std::vector<FusedChain> chains;
-  if (options.fuse) chains = find_chains(plan, model.graph, kernels);
+  if (options.fuse) chains = find_chains(plan, graph, kernels);
+  std::vector<Rewrite> rewrites;
+  if (options.optimize) rewrites = find_rewrites(plan, graph, backend, opset, options.threads);
   return std::unique_ptr<Executor>(std::make_unique<PlanExecutor>(
-      model, backend, options, std::move(plan), std::move(kernels), std::move(chains)));
+      model, backend, options, std::move(exec), std::move(plan), std::move(kernels),
+      std::move(chains), std::move(rewrites)));
 }
 
 }  // namespace ptq::runtime

@@ -129,10 +129,10 @@ std::vector<FusedChain> find_chains(const Plan& plan, const ir::Graph& graph,
 }
 
 std::vector<int32_t> pick_chains(const Plan& plan, const std::vector<FusedChain>& chains,
-                                 const std::vector<bool>& wanted) {
+                                 const std::vector<bool>& wanted, std::vector<bool> taken) {
   std::vector<int32_t> active;
   // Two chains can claim one Add (both its inputs come from a Conv): the first head keeps it.
-  std::vector<bool> taken(plan.steps.size(), false);
+  taken.resize(plan.steps.size(), false);
   for (size_t i = 0; i < chains.size(); ++i) {
     const FusedChain& c = chains[i];
     const std::vector<size_t> steps = c.steps();
@@ -147,21 +147,49 @@ std::vector<int32_t> pick_chains(const Plan& plan, const std::vector<FusedChain>
 
 namespace {
 
-// Items in plan order, each chain once its head's place has gone by and everything it reads
-// exists. A chain's steps form
-// a path whose inner values have no other reader, so running it as one node keeps the graph
-// acyclic and every reader of its output still comes after it.
-std::vector<ScheduleItem> order_items(const Plan& plan, const std::vector<FusedChain>& chains,
-                                      const std::vector<int32_t>& active) {
-  std::vector<bool> fused(plan.steps.size(), false);
+// A chain or rewrite waiting for its turn: the first plan step it replaces, what it reads and
+// writes.
+struct Group {
+  ScheduleItem item;
+  size_t first = 0;
+  const PlanStep* io = nullptr;
+};
+
+std::vector<Group> groups_of(const std::vector<FusedChain>& chains,
+                             const std::vector<int32_t>& active,
+                             const std::vector<Rewrite>& rewrites,
+                             const std::vector<int32_t>& used) {
+  std::vector<Group> groups;
   for (int32_t c : active) {
-    for (size_t s : chains[c].steps()) fused[s] = true;
+    groups.push_back(Group{ScheduleItem{-1, c, -1, {}}, chains[c].head, &chains[c].io});
+  }
+  for (int32_t r : used) {
+    const Rewrite& rw = rewrites[r];
+    groups.push_back(Group{ScheduleItem{-1, -1, r, {}}, rw.steps.front(), &rw.io});
+  }
+  return groups;
+}
+
+// Items in plan order, each chain or rewrite once its first step's place has gone by and
+// everything it reads exists. A chain's or rewrite's inner values have no reader outside it
+// and its one output is made last, so running it as one node keeps the graph acyclic and
+// every reader of its output still comes after it.
+std::vector<ScheduleItem> order_items(const Plan& plan, const std::vector<FusedChain>& chains,
+                                      const std::vector<int32_t>& active,
+                                      const std::vector<Rewrite>& rewrites,
+                                      const std::vector<int32_t>& used) {
+  std::vector<bool> grouped(plan.steps.size(), false);
+  for (int32_t c : active) {
+    for (size_t s : chains[c].steps()) grouped[s] = true;
+  }
+  for (int32_t r : used) {
+    for (size_t s : rewrites[r].steps) grouped[s] = true;
   }
   std::vector<bool> made(plan.values.size(), false);
   for (size_t id = 0; id < plan.values.size(); ++id) {
     made[id] = plan.values[id].kind != ValueKind::kActivation;
   }
-  std::vector<int32_t> waiting = active;
+  std::vector<Group> waiting = groups_of(chains, active, rewrites, used);
   std::vector<ScheduleItem> items;
   auto emit = [&](ScheduleItem item, const PlanStep& io) {
     for (int32_t id : io.outputs) {
@@ -169,15 +197,15 @@ std::vector<ScheduleItem> order_items(const Plan& plan, const std::vector<FusedC
     }
     items.push_back(std::move(item));
   };
-  size_t passed = 0;  // plan steps gone by: a chain never runs before its head's place
+  size_t passed = 0;  // plan steps gone by: a group never runs before its first step's place
   auto flush = [&] {
     for (bool progress = true; progress;) {
       progress = false;
       for (auto it = waiting.begin(); it != waiting.end();) {
-        const PlanStep& io = chains[*it].io;
-        if (chains[*it].head < passed &&
-            std::all_of(io.inputs.begin(), io.inputs.end(), [&](int32_t id) { return made[id]; })) {
-          emit(ScheduleItem{-1, *it, {}}, io);
+        const PlanStep& io = *it->io;
+        auto ready = [&](int32_t id) { return id < 0 || made[id]; };
+        if (it->first < passed && std::all_of(io.inputs.begin(), io.inputs.end(), ready)) {
+          emit(std::move(it->item), io);
           it = waiting.erase(it);
           progress = true;
         } else {
@@ -187,7 +215,7 @@ std::vector<ScheduleItem> order_items(const Plan& plan, const std::vector<FusedC
     }
   };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
-    if (!fused[s]) emit(ScheduleItem{static_cast<int64_t>(s), -1, {}}, plan.steps[s]);
+    if (!grouped[s]) emit(ScheduleItem{static_cast<int64_t>(s), -1, -1, {}}, plan.steps[s]);
     passed = s + 1;
     flush();
   }
@@ -197,10 +225,14 @@ std::vector<ScheduleItem> order_items(const Plan& plan, const std::vector<FusedC
 }  // namespace
 
 std::vector<ScheduleItem> make_schedule(const Plan& plan, const std::vector<FusedChain>& chains,
-                                        const std::vector<int32_t>& active) {
-  std::vector<ScheduleItem> items = order_items(plan, chains, active);
+                                        const std::vector<int32_t>& active,
+                                        const std::vector<Rewrite>& rewrites,
+                                        const std::vector<int32_t>& used) {
+  std::vector<ScheduleItem> items = order_items(plan, chains, active, rewrites, used);
   auto io = [&](const ScheduleItem& it) -> const PlanStep& {
-    return it.chain >= 0 ? chains[it.chain].io : plan.steps[it.step];
+    if (it.chain >= 0) return chains[it.chain].io;
+    if (it.rewrite >= 0) return rewrites[it.rewrite].io;
+    return plan.steps[it.step];
   };
   // A value dies after its last reader, or where it is made when nothing reads it.
   std::vector<int64_t> last(plan.values.size(), -1);

@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "optimizer.h"
 #include "plan.h"
 #include "ptq/runtime.h"
 
@@ -36,22 +37,28 @@ std::vector<FusedChain> find_chains(const Plan& plan, const ir::Graph& graph,
                                     std::span<const std::unique_ptr<Kernel>> kernels);
 
 // The chains a run uses: per head the first (longest) that hides no wanted value and shares no
-// step with a chain already picked. Sorted.
+// step with a chain already picked or a step marked in `taken` (the optimizer's rewrites).
+// Sorted.
 std::vector<int32_t> pick_chains(const Plan& plan, const std::vector<FusedChain>& chains,
-                                 const std::vector<bool>& wanted);
+                                 const std::vector<bool>& wanted, std::vector<bool> taken);
 
-// One entry of a run's order: a plan step run alone, or a chain; then the values that die.
+// One entry of a run's order: a plan step run alone, a chain, or an optimizer rewrite; then
+// the values that die.
 struct ScheduleItem {
   int64_t step = -1;
   int32_t chain = -1;
+  int32_t rewrite = -1;
   std::vector<int32_t> release;
 };
 
-// The order of a run using `active` chains: plan order, each chain once its head's place has
-// gone by and all it reads exists; lifetimes recomputed for it: a value dies after the last
-// entry reading it (graph outputs never; unread values where they are made).
+// The order of a run using `active` chains and `used` rewrites: plan order, each chain or
+// rewrite once its first step's place has gone by and all it reads exists; lifetimes
+// recomputed for it: a value dies after the last entry reading it (graph outputs never;
+// unread values where they are made).
 std::vector<ScheduleItem> make_schedule(const Plan& plan, const std::vector<FusedChain>& chains,
-                                        const std::vector<int32_t>& active);
+                                        const std::vector<int32_t>& active,
+                                        const std::vector<Rewrite>& rewrites,
+                                        const std::vector<int32_t>& used);
 
 // Clip's bounds as its kernel reads them for float32 (inputs from opset 11, else attributes;
 // absent ones are the float range), or nullopt when a bound is not a float32 scalar.

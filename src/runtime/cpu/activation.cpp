@@ -1,6 +1,6 @@
-// Activation functions: Relu, LeakyRelu, PRelu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, Elu,
-// Selu, Celu, Gelu, Softplus, Softsign, Mish, ThresholdedRelu, Shrink. Each is a plain elementwise map;
-// formulas follow the ONNX operator docs.
+// Activation functions: Relu, LeakyRelu, PRelu, Clip, Sigmoid, Swish, Tanh, HardSigmoid,
+// HardSwish, Elu, Selu, Celu, Gelu, Softplus, Softsign, Mish, ThresholdedRelu, Shrink. Each is
+// a plain elementwise map; formulas follow the ONNX operator docs.
 #include <cmath>
 #include <limits>
 
@@ -50,6 +50,16 @@ Expected<std::unique_ptr<Kernel>> make_thresholded_relu(const KernelContext& ctx
 
 Expected<std::unique_ptr<Kernel>> make_sigmoid(const KernelContext& ctx) {
   return make_float_unary(ctx, [](auto x) { return sigmoid(x); });
+}
+
+// Swish (opset 24): x * sigmoid(alpha * x); also what the executor's optimizer runs for a
+// spelled-out SiLU, x * Sigmoid(x).
+Expected<std::unique_ptr<Kernel>> make_swish(const KernelContext& ctx) {
+  const double alpha = ctx.node.attr_float("alpha", 1.0f);
+  return make_float_unary(ctx, [alpha](auto x) {
+    using T = decltype(x);
+    return x * sigmoid(static_cast<T>(alpha) * x);
+  });
 }
 
 Expected<std::unique_ptr<Kernel>> make_tanh(const KernelContext& ctx) {
