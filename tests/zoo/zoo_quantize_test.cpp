@@ -1,4 +1,4 @@
-// Every zoo model quantizes: `ptq quantize --data` (the default method, 8 calibration samples)
+// Every zoo model quantizes: `ptq quantize --data` (the default method, 4 calibration samples)
 // writes a Q/DQ model that `ptq quantize` has run through the ONNX checker, and ONNX Runtime
 // runs it on 4 held-out samples. Its outputs against the float model's (both under ORT) have an
 // SQNR of at least kMinSqnrDb: a wrong scale, zero point or axis gives about 0 dB or less. The
@@ -19,7 +19,7 @@ namespace ptq::zoo {
 namespace {
 
 constexpr double kMinSqnrDb = 5.0;
-constexpr int kCalibSamples = 8;
+constexpr int kCalibSamples = 4;
 constexpr int kTestSamples = 4;
 
 class ZooQuantize : public ::testing::TestWithParam<Model> {};
