@@ -110,7 +110,7 @@ class PlanExecutor final : public Executor {
   int64_t weight_bytes_ = 0;
   int64_t fused_ = 0;  // nodes of this run folded into a kernel
   RunStats stats_;
-  StepTimes times_;  // PTQ_CPU_TIMING
+  StepTimes times_{options_.step_timing};
 };
 
 Status PlanExecutor::bind_inputs(const NamedTensors& inputs) {
