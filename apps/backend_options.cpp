@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "env_options.h"
 
 #ifdef PTQ_HAVE_VULKAN
 #include "ptq/vulkan.h"
@@ -39,7 +40,9 @@ struct EarlyDevice::Opening {
 EarlyDevice::EarlyDevice(const BackendOptions& options) {
   if (options.backend != "vulkan") return;
   opening = std::make_unique<Opening>();
-  opening->device = std::async(std::launch::async, vulkan::open_vulkan_device, options.device);
+  vulkan::VulkanOptions vo = vulkan_options_from_env();
+  vo.device = options.device;
+  opening->device = std::async(std::launch::async, [vo] { return vulkan::open_vulkan_device(vo); });
 }
 #else
 struct EarlyDevice::Opening {};
@@ -55,15 +58,14 @@ Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& optio
     if (options.strict || options.device != 0) {
       return usage_error("--device and --strict apply to --backend vulkan");
     }
-    e.backend = runtime::make_cpu_backend();
-    runtime::ExecutorOptions eo;
-    eo.threads = threads;
+    e.backend = runtime::make_cpu_backend(cpu_backend_options_from_env());
+    const runtime::ExecutorOptions eo = executor_options_from_env(threads);
     PTQ_ASSIGN_OR_RETURN(e.executor, runtime::Executor::create(model, *e.backend, eo));
     return e;
   }
   if (options.backend != "vulkan") return usage_error("unknown backend '{}' (cpu or vulkan)", options.backend);
 #ifdef PTQ_HAVE_VULKAN
-  vulkan::VulkanOptions vo;
+  vulkan::VulkanOptions vo = vulkan_options_from_env();
   vo.device = options.device;
   vo.strict = options.strict;
   vo.threads = threads;
@@ -109,9 +111,8 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
   CalibrationEngines e;
   PTQ_ASSIGN_OR_RETURN(e.engine, make_engine(model, options, share(0), quiet, early));
   for (int w = 1; w < workers; ++w) {
-    runtime::ExecutorOptions eo;
-    eo.threads = share(w);
-    PTQ_ASSIGN_OR_RETURN(auto exec, runtime::Executor::create(model, *e.engine.backend, eo));
+    PTQ_ASSIGN_OR_RETURN(auto exec, runtime::Executor::create(model, *e.engine.backend,
+                                                              executor_options_from_env(share(w))));
     e.more.push_back(std::move(exec));
   }
   return e;

@@ -11,6 +11,7 @@
 #endif
 
 #include "command.h"
+#include "env_options.h"
 
 namespace {
 
@@ -44,6 +45,7 @@ int fail(int code, const std::string& message) {
 int main(int argc, char** argv) {
   using namespace ptq::apps;
   tune_malloc();
+  set_process_options_from_env();
   CLI::App app{"ptq: post-training quantization for ONNX models", "ptq"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ptq 0.1.0");

@@ -1,5 +1,5 @@
-// PTQ_TIMING=1: a command prints how long each of its phases took, to stderr, one line each
-// ("ptq: time: load model 71.2 ms"): the time since the previous mark.
+// PTQ_TIMING=1 (env_options.h): a command prints how long each of its phases took, to stderr,
+// one line each ("ptq: time: load model 71.2 ms"): the time since the previous mark.
 // For finding fixed costs (model load, device start-up, cache writes) on another machine.
 //
 //   PhaseTimes times;
@@ -9,14 +9,15 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <string_view>
+
+#include "env_options.h"
 
 namespace ptq::apps {
 
 class PhaseTimes {
  public:
-  PhaseTimes() : on_(std::getenv("PTQ_TIMING") != nullptr), last_(Clock::now()) {}
+  PhaseTimes() : on_(phase_timing_from_env()), last_(Clock::now()) {}
 
   // Prints the time since the previous mark (or construction) under `phase`.
   void mark(std::string_view phase) {

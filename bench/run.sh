@@ -21,9 +21,9 @@ command -v node >/dev/null || { echo "bench: node is missing (scripts/install-de
 
 # Each runtime waits for work as it does by default (PTQ_BENCH_SPIN=1, the default): ONNX
 # Runtime's intra-op pool spins before it blocks (milliseconds), ptqkit's kernel helpers watch
-# for the next loop for 100 microseconds before they sleep (src/runtime/cpu/task_pool.h).
+# for the next loop for 100 microseconds before they sleep (include/ptq/runtime/task_pool.h).
 # PTQ_BENCH_SPIN=0 makes neither spin: ORT's allow_spinning=0, ptqkit's PTQ_SPIN_US=0, and
-# OMP_WAIT_POLICY=passive for the OpenMP loops left in ptqkit (calibration statistics).
+# OMP_WAIT_POLICY=passive for the OpenMP loop left in ptqkit (the calibrators' ranges).
 export PTQ_BENCH_SPIN="${PTQ_BENCH_SPIN:-1}"
 if [ "$PTQ_BENCH_SPIN" = 0 ]; then export OMP_WAIT_POLICY=passive PTQ_SPIN_US=0; fi
 

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "env_options.h"
 #include "npy_lite.h"
 #include "ptq/onnx.h"
 #include "ptq/runtime.h"
@@ -86,11 +87,13 @@ int main(int argc, char** argv) {
   const double seconds = std::stod(argv[5]);
   auto model = onnx::load_model(argv[1]);
   if (!model) return fail(model.status().message());
-  auto backend = runtime::make_cpu_backend();
+  apps::set_process_options_from_env();
+  auto backend = runtime::make_cpu_backend(apps::cpu_backend_options_from_env());
+  runtime::ExecutorOptions eo = apps::executor_options_from_env(threads);
   // PTQ_BENCH_FUSE=0 runs every node apart (the executor's fusion off), to measure what it gains.
   const char* fuse = std::getenv("PTQ_BENCH_FUSE");
-  const bool fused = fuse == nullptr || std::strcmp(fuse, "0") != 0;
-  auto exec = runtime::Executor::create(*model, *backend, {threads, fused});
+  eo.fuse = fuse == nullptr || std::strcmp(fuse, "0") != 0;
+  auto exec = runtime::Executor::create(*model, *backend, eo);
   if (!exec) return fail(exec.status().message());
   auto inputs = read_inputs(*model, argv[2], batch);
   if (!inputs) return fail(inputs.status().message());

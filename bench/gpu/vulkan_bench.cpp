@@ -29,6 +29,7 @@
 
 #include "buffer.h"
 #include "context.h"
+#include "env_options.h"
 #include "gemm_vulkan.h"
 #include "ptq/calibrators.h"
 #include "ptq/ir.h"
@@ -40,6 +41,13 @@ namespace {
 
 using namespace ptq;
 using Clock = std::chrono::steady_clock;
+
+// Device `device` with the PTQ_* variables' settings (PTQ_PIPELINE_CACHE, PTQ_VULKAN_*).
+vulkan::VulkanOptions options(int device) {
+  vulkan::VulkanOptions o = apps::vulkan_options_from_env();
+  o.device = device;
+  return o;
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -127,7 +135,7 @@ void bench_pipelines(int device) {
       {"histogram", 2}};
   {
     const auto t_ctx = Clock::now();
-    auto ctx = must(vulkan::Context::create(device));
+    auto ctx = must(vulkan::Context::create(options(device)));
     fmt::print("{{\"bench\": \"context\", \"ms\": {:.1f}}}\n", seconds_since(t_ctx) * 1e3);
     for (const auto& [name, bindings] : shaders) {
       const auto t0 = Clock::now();
@@ -135,7 +143,7 @@ void bench_pipelines(int device) {
       fmt::print("{{\"bench\": \"pipeline\", \"shader\": \"{}\", \"ms\": {:.1f}}}\n", name, seconds_since(t0) * 1e3);
     }
   }
-  auto ctx = must(vulkan::Context::create(device));
+  auto ctx = must(vulkan::Context::create(options(device)));
   const auto t0 = Clock::now();
   must(ctx->prepare_pipelines(shaders));
   fmt::print("{{\"bench\": \"pipelines_parallel\", \"count\": {}, \"ms\": {:.1f}}}\n", shaders.size(),
@@ -243,15 +251,14 @@ ir::Tensor random_images(int64_t n, uint32_t seed) {
 std::unique_ptr<runtime::Executor> make_executor(const ir::Model& model, bool gpu, int device,
                                                  std::unique_ptr<runtime::Backend>& cpu_backend) {
   if (gpu) {
-    vulkan::VulkanOptions o;
-    o.device = device;
+    vulkan::VulkanOptions o = options(device);
     o.strict = true;
     o.threads = 8;
     return must(vulkan::make_vulkan_executor(model, o));
   }
-  cpu_backend = runtime::make_cpu_backend();
-  runtime::ExecutorOptions eo;
-  eo.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_backend = runtime::make_cpu_backend(apps::cpu_backend_options_from_env());
+  runtime::ExecutorOptions eo = apps::executor_options_from_env(
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return must(runtime::Executor::create(model, *cpu_backend, eo));
 }
 
@@ -327,6 +334,7 @@ void bench_calibration(const ir::Model& model, int64_t samples, int64_t batch, b
 }  // namespace
 
 int main(int argc, char** argv) {
+  apps::set_process_options_from_env();
   std::vector<std::string> args(argv + 1, argv + argc);
   int device = 0;
   bool cpu = false;
@@ -353,7 +361,7 @@ int main(int argc, char** argv) {
              d.subgroup_size, d.int64);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "gemm") {
-      auto ctx = must(vulkan::Context::create(device));
+      auto ctx = must(vulkan::Context::create(options(device)));
       for (size_t j = i + 1; j < args.size() && std::isdigit(static_cast<unsigned char>(args[j][0])); ++j) {
         bench_gemm(*ctx, std::atoll(args[j].c_str()), tile ? &*tile : nullptr);
       }

@@ -26,10 +26,12 @@ class Allocator {
 struct KernelContext {
   const ir::Node& node;
   int64_t opset = 0;          // the model's default-domain opset
-  int threads = 1;            // OpenMP threads a kernel may use
+  int threads = 1;            // threads a kernel may use (ptq/runtime/task_pool.h)
   const ir::Graph* graph = nullptr;  // for constant inputs (initializers), e.g. packed weights
   // Ask for the plain reference kernel (the truth fast variants are tested against).
   bool reference = false;
+  // Convolutions may run Winograd's F(2x2, 3x3) (CpuBackendOptions::winograd).
+  bool winograd = true;
 };
 
 // The nodes after a Conv or Gemm that the executor may fold into the kernel's output when no
@@ -119,6 +121,9 @@ class Backend {
 struct CpuBackendOptions {
   // Every kernel in its plain reference form (slow; for tests and for bisecting a fast kernel).
   bool reference = false;
+  // 3x3 stride-1 convolutions may run Winograd's F(2x2, 3x3); off, every conv sums directly
+  // (to compare the two; `ptq`: PTQ_WINOGRAD=0).
+  bool winograd = true;
 };
 std::unique_ptr<Backend> make_cpu_backend(CpuBackendOptions options = {});
 
@@ -132,6 +137,9 @@ struct ExecutorOptions {
   // Pow(x, 2)) as one kernel where no observer wants what that would hide or change; off runs
   // the model's nodes as they are (tests, bisecting).
   bool optimize = true;
+  // Time each step and print the totals per op type and the costliest steps to stderr when
+  // the executor is destroyed (`ptq`: PTQ_CPU_TIMING=1).
+  bool step_timing = false;
 };
 
 // Memory figures of the last run, from the executor's own bookkeeping.

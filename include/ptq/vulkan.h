@@ -16,6 +16,9 @@
 
 namespace ptq::vulkan {
 
+// $XDG_CACHE_HOME/ptqkit, else ~/.cache/ptqkit; empty when neither variable is set.
+std::string default_pipeline_cache_dir();
+
 struct VulkanOptions {
   int device = 0;       // index into list_vulkan_devices()
   bool strict = false;  // refuse to run an op on the CPU (error naming the node)
@@ -27,14 +30,25 @@ struct VulkanOptions {
   // the command stream is split so memory stays bounded during calibration.
   int64_t observe_budget_bytes = int64_t{1} << 30;
   // K slices per implicit-GEMM convolution (split-K): 1 off, N > 1 up to N for every one;
-  // 0: $PTQ_VULKAN_SPLIT_K if set, else automatic (split only convolutions whose output tiles
-  // leave the GPU's multiprocessors idle, as layers 3 and 4 of ResNet-18 at batch 32 do).
+  // 0: automatic (split only convolutions whose output tiles leave the GPU's multiprocessors
+  // idle, as layers 3 and 4 of ResNet-18 at batch 32 do). `ptq`: PTQ_VULKAN_SPLIT_K.
   int conv_split_k = 0;
   // Where inputs wait for the GPU. kDevice: host-visible device memory where the device has some
   // (one trip over the bus), else host memory; kHost: host memory, copied over by the GPU.
-  // kAuto: kHost when $PTQ_VULKAN_UPLOAD is "host", else kDevice.
-  enum class InputStaging { kAuto, kDevice, kHost };
-  InputStaging input_staging = InputStaging::kAuto;
+  // `ptq`: PTQ_VULKAN_UPLOAD=host.
+  enum class InputStaging { kDevice, kHost };
+  InputStaging input_staging = InputStaging::kDevice;
+  // Take every new input shape's value shapes from a CPU run, never from the declared value
+  // types (to compare the two). `ptq`: PTQ_VULKAN_SHAPE_PASS=cpu.
+  bool cpu_shape_pass = false;
+  // Print where the time goes to stderr: device start and stop, a new program's build steps,
+  // per-step GPU times of its first runs. `ptq`: PTQ_VULKAN_TIMING=1.
+  bool timing = false;
+  // The folder compiled pipelines persist in between runs (one file per device and driver);
+  // empty: none kept. `ptq`: PTQ_PIPELINE_CACHE (a folder, or "off").
+  std::string pipeline_cache_dir = default_pipeline_cache_dir();
+  // The CPU backend of the shape pass and of the ops that run on the CPU.
+  runtime::CpuBackendOptions cpu;
 };
 
 // What ptq info --devices prints about one physical device.
@@ -77,11 +91,12 @@ class OpenedDevice {
   std::unique_ptr<Context> context_;
 };
 
-// Opens device `index` of list_vulkan_devices() (Vulkan 1.2 and a compute queue needed).
-Expected<std::unique_ptr<OpenedDevice>> open_vulkan_device(int index);
+// Opens device `options.device` of list_vulkan_devices() (Vulkan 1.2 and a compute queue
+// needed), with its pipeline cache and timing as `options` say.
+Expected<std::unique_ptr<OpenedDevice>> open_vulkan_device(const VulkanOptions& options);
 
 // An executor running `model` on Vulkan device `options.device`, or on `opened` when given
-// (opened by open_vulkan_device(options.device)). `model` is borrowed and must outlive the
+// (opened by open_vulkan_device(options)). `model` is borrowed and must outlive the
 // executor. Observers get ObservedTensor::host == nullptr for tensors that live on the device;
 // their statistics run as shaders there and only the results are read back.
 Expected<std::unique_ptr<runtime::Executor>> make_vulkan_executor(

@@ -12,13 +12,13 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
+#include "ptq/runtime/task_pool.h"
 
 namespace ptq::calibration {
 
@@ -217,12 +217,9 @@ void run_worker(PassContext& c, PassState& state, Phase phase, size_t worker) {
 
 Status run_pass(PassContext& c, Phase phase, int pass) {
   PassState state(Progress{pass, c.passes, 0, c.dataset.size()});
-  std::vector<std::thread> others;
-  for (size_t w = 1; w < c.executors.size(); ++w) {
-    others.emplace_back([&c, &state, phase, w] { run_worker(c, state, phase, w); });
-  }
-  run_worker(c, state, phase, 0);
-  for (std::thread& t : others) t.join();
+  auto worker = [&](int64_t w) { run_worker(c, state, phase, static_cast<size_t>(w)); };
+  const auto workers = static_cast<int64_t>(c.executors.size());
+  runtime::run_jobs(static_cast<int>(workers), workers, worker);
   return state.status();
 }
 

@@ -123,7 +123,7 @@ class PlanExecutor final : public Executor {
   int64_t fused_ = 0;      // nodes of this run folded into a kernel
   int64_t rewritten_ = 0;  // nodes of this run replaced by a rewrite's substitute
   RunStats stats_;
-  StepTimes times_;  // PTQ_CPU_TIMING
+  StepTimes times_{options_.step_timing};
 };
 
 Status PlanExecutor::bind_inputs(const NamedTensors& inputs) {

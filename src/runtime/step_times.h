@@ -1,11 +1,11 @@
-// PTQ_CPU_TIMING=1: the CPU executor adds up the wall time of each schedule item (a step or a
-// fused chain, named by its head node) and of the observers it shows values to, and prints the
-// totals per run, by op type and the costliest items to stderr when it is destroyed.
+// ExecutorOptions::step_timing (`ptq`: PTQ_CPU_TIMING=1): the CPU executor adds up the wall time
+// of each schedule item (a step or a fused chain, named by its head node) and of the observers
+// it shows values to, and prints the totals per run, by op type and the costliest items to
+// stderr when it is destroyed.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,7 +13,7 @@ namespace ptq::runtime {
 
 class StepTimes {
  public:
-  StepTimes() : on_(std::getenv("PTQ_CPU_TIMING") != nullptr) {}
+  explicit StepTimes(bool on) : on_(on) {}
   ~StepTimes() { report(); }
   StepTimes(const StepTimes&) = delete;
   StepTimes& operator=(const StepTimes&) = delete;

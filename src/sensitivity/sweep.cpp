@@ -3,7 +3,6 @@
 // works); each unit then runs only its subgraph. The units' models are merged into one graph
 // per worker (merge.h), so a backend prepares one model per worker, not one per unit.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -11,7 +10,6 @@
 #include <numeric>
 #include <optional>
 #include <span>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,6 +21,7 @@
 #include "rewire.h"
 #include "ptq/ir/constant_attr.h"
 #include "ptq/ir/owned_copy.h"
+#include "ptq/runtime/task_pool.h"
 #include "ptq/sensitivity.h"
 
 namespace ptq::sensitivity {
@@ -294,22 +293,12 @@ Status prepare_group(Group& g, std::vector<Job>& jobs, const Evaluator& ev, int 
   return Status::ok();
 }
 
-// Runs `fn(i)` for i in [0, n) on up to `workers` threads.
+// Runs `fn(i)` for i in [0, n) on up to `workers` threads of the task pool, each taking the
+// next i in order; the executors fn runs use threads of their own.
 template <typename Fn>
 void parallel_for(size_t n, int workers, Fn fn) {
-  if (workers <= 1 || n <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  const size_t count = std::min(n, static_cast<size_t>(workers));
-  for (size_t w = 0; w < count; ++w) {
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < n; i = next++) fn(i);
-    });
-  }
-  for (std::thread& t : pool) t.join();
+  auto job = [&](int64_t i) { fn(static_cast<size_t>(i)); };
+  runtime::run_jobs(workers, static_cast<int64_t>(n), job);
 }
 
 // The values every job's cut reads, sorted and unique.
@@ -574,9 +563,11 @@ Expected<Start> start(std::vector<Job>& jobs, const Evaluator& ev, const SweepOp
     return s;
   }
   Expected<Fed> first = Fed{};
-  std::thread feeder([&] { first = feed(ev, base_run, 0); });
-  Expected<std::vector<Group>> groups = deal(jobs, ev, parallel, base_cost(), base.graph, seen);
-  feeder.join();
+  Expected<std::vector<Group>> groups = std::vector<Group>{};
+  parallel_for(2, 2, [&](size_t i) {
+    if (i == 0) first = feed(ev, base_run, 0);
+    else groups = deal(jobs, ev, parallel, base_cost(), base.graph, seen);
+  });
   if (!first) return first.status();
   if (!groups) return groups.status();
   s.first = std::move(*first);

@@ -1,4 +1,4 @@
-// run_tasks() (src/runtime/cpu/task_pool.h), under the CPU kernels' parallel loops: every task
+// run_tasks() (include/ptq/runtime/task_pool.h), under the CPU kernels' parallel loops: every task
 // runs exactly once, on up to the threads asked for, from loops in quick succession (helpers
 // that wake late must find the loop over), from loops nested in a task, and from several
 // calling threads at once, each with its own helpers, and in a forked child; parallel_for's
@@ -9,15 +9,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "kernel_util.h"
-#include "task_pool.h"
+#include "ptq/runtime/task_pool.h"
 
 namespace ptq::runtime::cpu {
 namespace {
@@ -152,6 +154,39 @@ TEST(TaskPool, ForkedChildRunsLoopsAndExits) {
   }
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Jobs (run_jobs): each runs once; every thread takes them in index order (a sweep deals its
+// costliest first); a loop inside a job gets helpers of its own, on the calling thread (whose
+// first pool is busy with the jobs) as on a helper.
+TEST(TaskPool, JobsRunInOrderAndTheirLoopsInParallel) {
+  std::mutex m;
+  std::map<std::thread::id, std::vector<int64_t>> taken;
+  std::atomic<int> parallel_loops{0};
+  auto job = [&](int64_t i) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      taken[std::this_thread::get_id()].push_back(i);
+    }
+    if (helper_is_running()) parallel_loops.fetch_add(1);
+  };
+  run_jobs(2, 6, job);
+  int64_t jobs = 0;
+  for (const auto& [who, order] : taken) {
+    EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+    jobs += static_cast<int64_t>(order.size());
+  }
+  EXPECT_EQ(jobs, 6);
+  EXPECT_EQ(parallel_loops.load(), 6);
+}
+
+// With no idle spin, a helper sleeps at once between loops and is woken for the next.
+TEST(TaskPool, LoopsRunWithoutIdleSpin) {
+  set_idle_spin(std::chrono::microseconds(0));
+  for (int rep = 0; rep < 200; ++rep) {
+    EXPECT_EQ(run_counted(2 + rep % 2, 9), std::vector<int>(9, 1));
+  }
+  set_idle_spin(std::chrono::microseconds(100));
 }
 
 // parallel_for on the pool: ranges of at least min_per_thread elements, up to four a thread,

@@ -1,9 +1,8 @@
 // Conv (opsets 1–22): N-D reference for float32/float64, fast float32 1-D/2-D kernels.
 #include "conv.h"
 
-#include <cstdlib>
 #include <mutex>
-#include <string>
+#include <utility>
 #include <vector>
 
 #include "gemm_packed.h"
@@ -42,23 +41,14 @@ Expected<ConvParams> conv_params(const ir::Node& node, const ir::Tensor& x, cons
   return p;
 }
 
-// PTQ_WINOGRAD=0 in the environment turns the Winograd kernel off (every conv then sums
-// directly), to compare the two.
-bool winograd_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PTQ_WINOGRAD");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
-}
-
 class ConvKernel final : public Kernel {
  public:
   ConvKernel(const KernelContext& ctx)
       : node_(ctx.node),
         group_(ctx.node.attr_int("group", 1)),
         threads_(ctx.threads),
-        reference_(ctx.reference) {
+        reference_(ctx.reference),
+        winograd_(ctx.winograd) {
     const ir::Tensor* w = constant_input(ctx, 1);
     // Float32 weights make X float32 (else the node fails); 1-D and 2-D convs run conv_fast.
     fusable_ = !reference_ && w != nullptr && w->dtype() == ir::DType::kFloat32 &&
@@ -126,20 +116,20 @@ class ConvKernel final : public Kernel {
     return shape;
   }
 
-  // The fast float32 kernels: Winograd or the channels in the lanes where it applies
-  // to this call and the weights are the packed initializer, else conv_fast. False where none
-  // handles the shape.
+  // The fast float32 kernel choose_conv gives this call, each packed form of the weights
+  // made when a call first needs it. False where none handles the shape.
   bool compute(const ConvParams& p, const float* x, const ir::Tensor& w, const float* b,
                float* y, const ConvEpilogue& e) {
-    if (winograd_enabled() && winograd_ && conv_winograd_applies(p) && owns(w)) {
+    const ConvAlgo algo = choose_conv(p, ConvSetting{threads_, winograd_, owns(w)});
+    if (algo == ConvAlgo::kWinograd) {
       std::call_once(winograd_once_, [&] { winograd_packed_ = pack_winograd(); });
       return conv_winograd(p, x, winograd_packed_.get(), b, y, e, threads_);
     }
-    if (lanes_ && conv_lanes_applies(p) && owns(w)) {
+    if (algo == ConvAlgo::kLanes) {
       std::call_once(lanes_once_, [&] { lanes_packed_ = pack_lanes(); });
       return conv_lanes(p, x, lanes_packed_.get(), b, y, e, threads_);
     }
-    return conv_fast(p, x, w.data<float>(), packed(w), b, y, e, threads_);
+    return conv_with(algo, p, x, w.data<float>(), packed(w), b, y, e, threads_);
   }
 
   // Whether `w` is the initializer this kernel packs. The executor passes a view of it: same
@@ -154,23 +144,24 @@ class ConvKernel final : public Kernel {
   }
 
   // Constant float weights of a 1-D/2-D conv that runs as a GEMM (not depthwise) are packed
-  // for the GEMM micro-kernel when the conv is prepared; a 3x3 stride-1 conv that Winograd may
-  // compute packs its weights at the first call that needs them, in whichever form that call
-  // takes (both forms of every such conv would cost 2.8x its weights' size).
+  // for the GEMM micro-kernel when the conv is prepared, unless some call may take another
+  // form (conv_weight_forms): then each form is packed at the first call that takes it.
   void prepare(const ir::Tensor* w) {
     if (w == nullptr || w->dtype() != ir::DType::kFloat32 || (w->rank() != 3 && w->rank() != 4) ||
         w->dim(1) <= 1 || group_ <= 0 || w->dim(0) % group_ != 0) {
       return;
     }
+    std::vector<int64_t> kernel(w->shape().begin() + 2, w->shape().end());
+    Expected<Window> window = read_window(node_, std::move(kernel));
+    if (!window) return;  // every call fails
     weights_ = w;
-    winograd_ = w->rank() == 4 && group_ == 1 && w->dim(2) == 3 && w->dim(3) == 3 &&
-                node_.attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
-                node_.attr_ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1};
-    // A wide 1x1 conv or a larger kernel may run with its channels in the lanes
-    // (conv_lanes.cpp) on small planes; which form it packs waits for the first call too.
-    const bool one = w->rank() == 4 && w->dim(2) == 1 && w->dim(3) == 1;
-    lanes_ = w->rank() == 4 && group_ == 1 && (!one || w->dim(1) >= kLanesMinChannels);
-    if (!winograd_ && !lanes_) packed(*w);
+    ConvParams p;
+    p.C = w->dim(1) * group_, p.M = w->dim(0), p.G = group_;
+    p.w = std::move(*window);
+    p.in.assign(p.w.rank(), 0);
+    p.out = p.in;
+    const ConvForms forms = conv_weight_forms(p, winograd_);
+    if (!forms.winograd && !forms.lanes) packed(*w);
   }
 
   // Packings are shared with every kernel packing the same weights the same way.
@@ -203,10 +194,9 @@ class ConvKernel final : public Kernel {
   int64_t group_;
   int threads_;
   bool reference_;
+  bool winograd_;  // Winograd allowed (CpuBackendOptions::winograd)
   bool fusable_ = false;
   const ir::Tensor* weights_ = nullptr;  // the constant weights this kernel packs
-  bool winograd_ = false;                // 3x3 stride 1: Winograd may compute some calls
-  bool lanes_ = false;                   // conv_lanes may compute some calls
   std::once_flag packed_once_, winograd_once_, lanes_once_;
   PackedWeights packed_, winograd_packed_, lanes_packed_;
 };

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "epilogue.h"
-#include "spatial.h"
+#include "kernel_util.h"
 
 namespace ptq::runtime::cpu {
 
@@ -45,25 +45,65 @@ inline bool streams_output(int64_t floats) {
   return floats * int64_t{sizeof(float)} >= (int64_t{32} << 20);
 }
 
-// Whether conv_fast handles this geometry (1-D and 2-D).
+// Whether the fast kernels handle this geometry (1-D and 2-D).
 inline bool conv_fast_handles(const ConvParams& p) { return p.in.size() == 1 || p.in.size() == 2; }
 
-// Fast float32 convolution for 1-D and 2-D (packed GEMM on shifted rows of a padded input,
-// on im2col columns or, for 1x1, the input itself, in fixed tiles; direct depthwise), the
-// epilogue applied as each output tile is written. `packed_w` is pack_conv_weights' output or null (then the weights are packed for
-// this call). Returns false when the shape is not handled (the caller uses the reference).
+// The algorithms that compute a float32 convolution.
+enum class ConvAlgo {
+  kReference,     // reference::conv (not 1-D or 2-D)
+  kWinograd,      // conv_winograd
+  kLanes,         // conv_lanes
+  kDepthwise3x3,  // depthwise3x3
+  kDepthwise,     // direct, on padded planes (conv_fast.cpp)
+  kShifted,       // conv_shifted
+  kGemm,          // packed GEMM on im2col columns or, for 1x1, the input (conv_fast.cpp)
+};
+
+// What the choice depends on besides the shapes.
+struct ConvSetting {
+  int threads = 1;
+  bool winograd = false;  // Winograd allowed (CpuBackendOptions::winograd)
+  bool packed = false;    // the weights are constant and packed ahead: Winograd and lanes need it
+};
+
+// The algorithm computing this call (conv_choice.cpp): the one place that orders the
+// algorithms and asks each whether it applies.
+ConvAlgo choose_conv(const ConvParams& p, const ConvSetting& s);
+
+// The packed forms of its constant weights a conv may ask for at some call, from `p` without
+// inputs (N and the spatial dims unknown, only their count set): a conv that can only ever
+// take the GEMM packs it when prepared; one that may take Winograd or lanes packs, at its
+// first call, the form choose_conv gives that call (holding both would cost 2.8x the weights).
+struct ConvForms {
+  bool winograd = false;
+  bool lanes = false;
+};
+ConvForms conv_weight_forms(const ConvParams& p, bool winograd);
+
+// Runs `algo` (kDepthwise3x3, kDepthwise, kShifted or kGemm) with the epilogue applied as
+// each output tile is written. `packed_w` is pack_conv_weights' output or null (then the
+// weights are packed for this call). False for other algorithms or a shape `algo` refuses.
+bool conv_with(ConvAlgo algo, const ConvParams& p, const float* x, const float* w,
+               const float* packed_w, const float* b, float* y, const ConvEpilogue& epilogue,
+               int threads);
+
+// Fast float32 convolution for 1-D and 2-D: conv_with the algorithm choose_conv gives
+// without packed weights (never Winograd or lanes). Returns false when the shape is not
+// handled (the caller uses the reference).
 bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
                const float* b, float* y, const ConvEpilogue& epilogue, int threads);
 
 // Depthwise 2-D 3x3 conv, stride 1 or 2 (both dims alike), dilation 1, any pads, read in place
 // (depthwise3x3.cpp; AVX-512 only). Returns false when it does not handle the shape.
+bool depthwise3x3_applies(const ConvParams& p);
 bool depthwise3x3(const ConvParams& p, const float* x, const float* w, const float* b, float* y,
                   const ConvEpilogue& epilogue, int threads);
 
 // 2-D conv (G = 1, kernel larger than 1x1, any strides and dilations) as a GEMM of the packed
 // weights with shifted rows of a zero-padded, stride-phase-split copy of the input, no im2col
 // (conv_shifted.cpp; AVX-512 only). Returns false when it does not handle the shape or would
-// waste too many columns.
+// waste too many columns. Whether it computes this call on `threads` threads:
+bool conv_shifted_applies(const ConvParams& p, int threads);
 bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, const float* b,
                   float* y, const ConvEpilogue& epilogue, int threads);
 
@@ -72,8 +112,10 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
 bool conv_shifted_interleaves(const ConvParams& p);
 
 // 3x3, stride 1, dilation 1, G = 1 convolutions with enough channels and outputs, by Winograd's
-// F(2x2, 3x3) (conv_winograd.cpp; AVX-512 only): whether it computes this call.
+// F(2x2, 3x3) (conv_winograd.cpp; AVX-512 only): whether it computes this call, and whether
+// it may compute some call, from the weights and attributes alone (see conv_weight_forms).
 bool conv_winograd_applies(const ConvParams& p);
+bool conv_winograd_fits(const ConvParams& p);
 
 // Floats of the transformed, packed weights of an M x C x 3 x 3 convolution, and the packing:
 // the 16 matrices U_xi (M x C) of G g G^T, each packed with pack_a.
@@ -89,11 +131,10 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
 // Convolutions (G = 1) whose output planes fill the GEMMs' 32-position panels poorly (7x7,
 // 14x14), computed with the output channels in the vector lanes instead (conv_lanes.cpp;
 // AVX-512 only): 1x1 convs over enough input channels, and larger kernels at small batches
-// (reading a padded copy of the input). Whether it computes this call.
+// (reading a padded copy of the input). Whether it computes this call, and whether it may
+// compute some call, from the weights and attributes alone (see conv_weight_forms).
 bool conv_lanes_applies(const ConvParams& p);
-// The fewest input channels a 1x1 conv takes (a kernel deciding at preparation which weights
-// to pack ahead checks this too).
-inline constexpr int64_t kLanesMinChannels = 64;
+bool conv_lanes_fits(const ConvParams& p);
 // Floats of the packed weights of an M x k conv (k = C x kernel taps; W^T in pack_b's panels
 // of output channels), and the packing.
 int64_t lanes_weight_floats(int64_t m, int64_t k);

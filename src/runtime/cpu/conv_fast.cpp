@@ -1,8 +1,9 @@
-// Fast float32 convolutions: depthwise 3x3 read in place (depthwise3x3.cpp) or a direct
-// depthwise on padded planes; otherwise the GEMM on shifted rows of a padded input
-// (conv_shifted.cpp) or, for 1x1, grouped and narrow convs, a GEMM of the packed weights with
-// the input (1x1) or its im2col columns, both packed for the micro-kernel (gemm_packed.h). Work
-// is cut into tasks whose sizes depend on the shape only, so results do not depend on threads.
+// Fast float32 convolutions (the algorithm from choose_conv, conv_choice.cpp): depthwise 3x3
+// read in place (depthwise3x3.cpp) or a direct depthwise on padded planes; otherwise the GEMM
+// on shifted rows of a padded input (conv_shifted.cpp) or, for 1x1, grouped and narrow convs,
+// a GEMM of the packed weights with the input (1x1) or its im2col columns, both packed for the
+// micro-kernel (gemm_packed.h). Work is cut into tasks whose sizes depend on the shape only,
+// so results do not depend on threads.
 
 // GCC 12 reports a false "may be used uninitialized" inside its own AVX-512 min/max intrinsics
 // (their _mm512_undefined_ps pass-through operand).
@@ -494,17 +495,31 @@ void pack_conv_weights(const float* w, int64_t m, int64_t groups, int64_t k, flo
   }
 }
 
-bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
-               const float* b, float* y, const ConvEpilogue& e, int threads) {
+bool conv_with(ConvAlgo algo, const ConvParams& p, const float* x, const float* w,
+               const float* packed_w, const float* b, float* y, const ConvEpilogue& e,
+               int threads) {
   if (!conv_fast_handles(p)) return false;
   const Geo g = to_geo(p);
-  if (g.C / g.G == 1) {
-    if (!depthwise3x3(p, x, w, b, y, e, threads)) depthwise(g, x, w, b, y, e, threads);
-  } else {
-    const float* pw = packed_w != nullptr ? packed_w : pack_weights_now(g, w);
-    if (!conv_shifted(p, x, pw, b, y, e, threads)) gemm_conv(g, x, pw, b, y, e, threads);
+  switch (algo) {
+    case ConvAlgo::kDepthwise3x3:
+      return depthwise3x3(p, x, w, b, y, e, threads);
+    case ConvAlgo::kDepthwise:
+      depthwise(g, x, w, b, y, e, threads);
+      return true;
+    case ConvAlgo::kShifted:
+      return conv_shifted(p, x, packed_w != nullptr ? packed_w : pack_weights_now(g, w), b, y, e,
+                          threads);
+    case ConvAlgo::kGemm:
+      gemm_conv(g, x, packed_w != nullptr ? packed_w : pack_weights_now(g, w), b, y, e, threads);
+      return true;
+    default:
+      return false;
   }
-  return true;
+}
+
+bool conv_fast(const ConvParams& p, const float* x, const float* w, const float* packed_w,
+               const float* b, float* y, const ConvEpilogue& e, int threads) {
+  return conv_with(choose_conv(p, ConvSetting{threads}), p, x, w, packed_w, b, y, e, threads);
 }
 
 }  // namespace ptq::runtime::cpu

@@ -38,6 +38,7 @@ namespace {
 
 constexpr int64_t kRows = 14;        // output positions a tile (28 accumulators)
 constexpr int64_t kPanel = kGemmNR;  // output channels a tile: pack_b's panel width
+constexpr int64_t kMinChannels = 64;  // the fewest input channels a 1x1 conv takes
 // Weight rows a tile prefetches ahead (2 KiB). A task's first tile reads its panel from
 // memory (ResNet-18's layer 4 at batch 1: 590 KB a panel, 9.4 MB a conv, read once a pass): the
 // hardware prefetcher stops at every 4 KiB page, the tile then waits on memory. 8, 16 and 32
@@ -70,16 +71,29 @@ constexpr int64_t kMaxCopyFloats = int64_t{1} << 18;
 
 }  // namespace
 
-bool conv_lanes_applies(const ConvParams& p) {
+bool conv_lanes_fits(const ConvParams& p) {
 #if defined(__AVX512F__)
   if (p.in.size() != 2 || p.G != 1) return false;
+  // A 1x1 conv over enough input channels to pay for turning each tile around (from 64 input
+  // channels rather than 128, MobileNetV2's 14x14 expansions join: 1-2.5 % faster a pass), or
+  // a larger kernel.
+  const bool one = p.w.kernel[0] * p.w.kernel[1] == 1;
+  return !one || (p.w.strides == std::vector<int64_t>{1, 1} && p.C >= kMinChannels);
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+bool conv_lanes_applies(const ConvParams& p) {
+#if defined(__AVX512F__)
+  if (!conv_lanes_fits(p)) return false;
   const int64_t hw = p.out[0] * p.out[1];
   if (pointwise(p)) {
-    // Worth it where the positions waste a tenth of the panels, and over enough input channels
-    // to pay for turning each tile around (MobileNetV2's 7x7 and 14x14 planes; from 64 rather
-    // than 128 channels its 14x14 expansions join, 1-2.5 % faster a pass).
+    // Worth it where the positions waste a tenth of the panels (MobileNetV2's 7x7 and 14x14
+    // planes).
     const double theirs = panel_use(hw, kGemmNR) * panel_use(p.M, kGemmMR);
-    return p.C >= kLanesMinChannels && panel_use(p.M, kPanel) > 1.1 * theirs;
+    return panel_use(p.M, kPanel) > 1.1 * theirs;
   }
   if (p.w.kernel[0] * p.w.kernel[1] == 1 || p.out[0] <= 0 || p.out[1] <= 0) return false;
   // A larger kernel: where conv_shifted wastes a tenth of its columns on positions (7x7: 64

@@ -186,6 +186,12 @@ void interleaved(const Shifted& g, int64_t n_images, const float* x, const float
   });
 }
 
+// Each thread pads its own images when it gets several (or is the only one); otherwise they
+// are padded in rounds shared by all threads (`whole` in conv_shifted).
+bool pads_own_images(const ConvParams& p, int threads) {
+  return threads <= 1 || p.N >= 4 * int64_t{threads};
+}
+
 }  // namespace
 
 bool conv_shifted_interleaves(const ConvParams& p) {
@@ -194,28 +200,31 @@ bool conv_shifted_interleaves(const ConvParams& p) {
   return g.OH > 0 && g.OW > 0 && interleaves(g, p.N);
 }
 
-bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, const float* b,
-                  float* y, const ConvEpilogue& e, int threads) {
-  if (packed_w == nullptr) return false;
-  if (conv_shifted_interleaves(p)) {
-    interleaved(shifted_geometry(p), p.N, x, packed_w, b, e, y, threads);
-    return true;
-  }
-  // Each thread pads its own images when it gets several (or is the only one); otherwise they
-  // are padded in rounds shared by all threads (`whole` below).
-  const bool own = threads <= 1 || p.N >= 4 * int64_t{threads};
+bool conv_shifted_applies(const ConvParams& p, int threads) {
+  if (conv_shifted_interleaves(p)) return true;
   // A stem over a few input channels (RGB) padded in rounds stays on im2col: ResNet-18's 7x7/2
   // stem took 71-72 ms a batch of 32 in rounds against 57-68 ms on im2col (2 threads), but 26
   // ms against 37 with each thread padding its own images (and 51 against 94 on 1 thread). A
   // single image is one round, padded once: MobileNetV2's 3x3/2 stem on 2 threads 194-221 us
   // against 239-251 on im2col, ResNet-18's 1303-1470 against 1475-1675.
   if (p.in.size() != 2 || p.G != 1 || p.w.kernel[0] * p.w.kernel[1] == 1 ||
-      (p.C < 8 && !own && p.N > 1)) {
+      (p.C < 8 && !pads_own_images(p, threads) && p.N > 1)) {
     return false;
   }
   const Shifted g = shifted_geometry(p);
   // Narrow outputs waste too many columns: keep within a quarter more panels than im2col.
-  if (g.OH <= 0 || g.OW <= 0 || 4 * panels(g.P) > 5 * panels(g.OH * g.OW)) return false;
+  return g.OH > 0 && g.OW > 0 && 4 * panels(g.P) <= 5 * panels(g.OH * g.OW);
+}
+
+bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, const float* b,
+                  float* y, const ConvEpilogue& e, int threads) {
+  if (packed_w == nullptr || !conv_shifted_applies(p, threads)) return false;
+  if (conv_shifted_interleaves(p)) {
+    interleaved(shifted_geometry(p), p.N, x, packed_w, b, e, y, threads);
+    return true;
+  }
+  const bool own = pads_own_images(p, threads);
+  const Shifted g = shifted_geometry(p);
   const int64_t k = g.C * g.KH * g.KW, plane = g.SH * g.SW * g.Hq * g.Wq;
   const std::vector<int64_t> boff = tap_offsets(g, image_layout(g));
   // A tile: (row tile of 4 micro-panels, column block of up to 512 sums) of one image. Column
@@ -310,6 +319,8 @@ bool conv_shifted(const ConvParams& p, const float* x, const float* packed_w, co
 #else
 
 bool conv_shifted_interleaves(const ConvParams&) { return false; }
+
+bool conv_shifted_applies(const ConvParams&, int) { return false; }
 
 bool conv_shifted(const ConvParams&, const float*, const float*, const float*, float*,
                   const ConvEpilogue&, int) {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "gemm_kernel.h"
+#include "kernel_util.h"
 #include "registry.h"
-#include "spatial.h"
 
 namespace ptq::runtime::cpu {
 
@@ -33,38 +33,13 @@ Expected<TransposeParams> transpose_params(const ir::Node& node, const ir::Tenso
   if (b != nullptr && (b->rank() != 1 || b->dim(0) != p.M)) {
     return node_error(node, "bias {} must be [{}]", ir::shape_str(b->shape()), p.M);
   }
-  const size_t r = static_cast<size_t>(x.rank()) - 2;
   std::vector<int64_t> kernel(wt.shape().begin() + 2, wt.shape().end());
   if (node.attr_ints("kernel_shape", kernel) != kernel) {
     return node_error(node, "kernel_shape does not match W {}", ir::shape_str(wt.shape()));
   }
   PTQ_ASSIGN_OR_RETURN(p.w, read_window(node, kernel));
   p.in.assign(x.shape().begin() + 2, x.shape().end());
-  const std::vector<int64_t> out_pad = node.attr_ints("output_padding", std::vector<int64_t>(r, 0));
-  std::vector<int64_t> out_shape = node.attr_ints("output_shape", {});
-  if (out_pad.size() != r) return node_error(node, "output_padding must have {} values", r);
-  if (!out_shape.empty() && out_shape.size() != r) {
-    if (out_shape.size() != r + 2) return node_error(node, "output_shape must have {} values", r);
-    out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
-  }
-  const bool same = p.w.auto_pad == "SAME_UPPER" || p.w.auto_pad == "SAME_LOWER";
-  p.out.resize(r);
-  for (size_t i = 0; i < r; ++i) {
-    const int64_t full = p.w.strides[i] * (p.in[i] - 1) + out_pad[i] + p.w.extent(i);
-    if (!out_shape.empty() || same) {
-      p.out[i] = !out_shape.empty() ? out_shape[i] : p.in[i] * p.w.strides[i];
-      const int64_t total = full - p.out[i];
-      // Floor division, as ONNX's reference: a negative total (output_shape larger than the
-      // natural size) extends the end.
-      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      p.w.pads[i] = p.w.auto_pad == "SAME_UPPER" ? half : total - half;
-      p.w.pads[i + r] = total - p.w.pads[i];
-    } else {
-      if (p.w.auto_pad == "VALID") p.w.pads[i] = p.w.pads[i + r] = 0;
-      p.out[i] = full - p.w.pads[i] - p.w.pads[i + r];
-    }
-    if (p.out[i] <= 0) return node_error(node, "output dim {} would be {}", i, p.out[i]);
-  }
+  PTQ_ASSIGN_OR_RETURN(p.out, transpose_output_dims(node, p.w, p.in));
   return p;
 }
 

@@ -272,16 +272,21 @@ int64_t spread(int64_t floats) { return (floats + 1023) / 1024 * 1024 + 16; }
 
 }  // namespace
 
-bool conv_winograd_applies(const ConvParams& p) {
+bool conv_winograd_fits(const ConvParams& p) {
   if (p.in.size() != 2 || p.G != 1 || p.w.kernel != std::vector<int64_t>{3, 3}) return false;
   const Window& w = p.w;
   if (w.strides != std::vector<int64_t>{1, 1} || w.dilations != std::vector<int64_t>{1, 1}) {
     return false;
   }
   // Narrow convolutions do too little arithmetic per transformed value to pay for the
-  // transforms. At 7x7 (ResNet-18's layer 4) the 2x2 tiles compute 64 outputs for 49 and it
-  // measured no faster than the direct GEMM, while its weights take 16/9 the floats.
-  return p.C >= 32 && p.M >= 32 && p.out[0] >= 8 && p.out[1] >= 8;
+  // transforms.
+  return p.C >= 32 && p.M >= 32;
+}
+
+bool conv_winograd_applies(const ConvParams& p) {
+  // At 7x7 (ResNet-18's layer 4) the 2x2 tiles compute 64 outputs for 49 and it measured no
+  // faster than the direct GEMM, while its weights take 16/9 the floats.
+  return conv_winograd_fits(p) && p.out[0] >= 8 && p.out[1] >= 8;
 }
 
 bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, const float* b,
@@ -317,6 +322,8 @@ bool conv_winograd(const ConvParams& p, const float* x, const float* packed_u, c
 }
 
 #else
+
+bool conv_winograd_fits(const ConvParams&) { return false; }
 
 bool conv_winograd_applies(const ConvParams&) { return false; }
 

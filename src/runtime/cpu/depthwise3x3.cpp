@@ -183,19 +183,22 @@ void run_planes(const Plane& g, int64_t planes, int64_t mult, int64_t channels, 
 
 }  // namespace
 
-bool depthwise3x3(const ConvParams& p, const float* x, const float* w, const float* b, float* y,
-                  const ConvEpilogue& e, int threads) {
+bool depthwise3x3_applies(const ConvParams& p) {
   if (p.in.size() != 2 || p.C != p.G || p.w.kernel != std::vector<int64_t>{3, 3} ||
       p.w.dilations != std::vector<int64_t>{1, 1} || p.w.strides[0] != p.w.strides[1] ||
       (p.w.strides[0] != 1 && p.w.strides[0] != 2)) {
     return false;
   }
+  // Plane sizes well inside int32 keep every column offset exact; degenerate planes go elsewhere.
+  const int64_t h = p.in[0], w = p.in[1];
+  return h > 0 && w > 0 && p.out[0] > 0 && p.out[1] > 0 && h * w < (int64_t{1} << 30);
+}
+
+bool depthwise3x3(const ConvParams& p, const float* x, const float* w, const float* b, float* y,
+                  const ConvEpilogue& e, int threads) {
+  if (!depthwise3x3_applies(p)) return false;
   const Plane g{p.in[0], p.in[1], p.out[0], p.out[1], p.w.strides[0], p.w.pad_begin(0),
                 p.w.pad_begin(1)};
-  // Plane sizes well inside int32 keep every column offset exact; degenerate planes go elsewhere.
-  if (g.H <= 0 || g.W <= 0 || g.OH <= 0 || g.OW <= 0 || g.H * g.W >= (int64_t{1} << 30)) {
-    return false;
-  }
   const int64_t planes = p.N * p.M, mult = p.M / p.G;
   // Wide planes: 4 rows x 2 vectors; narrow ones (<= 16 columns): 8 rows x 1 vector.
   if (g.OW > 16) {
@@ -213,6 +216,8 @@ bool depthwise3x3(const ConvParams& p, const float* x, const float* w, const flo
 }
 
 #else
+
+bool depthwise3x3_applies(const ConvParams&) { return false; }
 
 bool depthwise3x3(const ConvParams&, const float*, const float*, const float*, float*,
                   const ConvEpilogue&, int) {

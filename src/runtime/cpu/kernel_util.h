@@ -1,5 +1,6 @@
-// Helpers shared by the CPU kernels: a lambda-to-Kernel adapter, numpy broadcasting, axis and
-// attribute helpers, dtype dispatch, kept scratch buffers and a deterministic parallel_for.
+// Helpers shared by the CPU kernels: a lambda-to-Kernel adapter, numpy broadcasting, dtype
+// dispatch, kept scratch buffers and a deterministic parallel_for. Op attributes (errors, axes,
+// windows) are read by ptq/runtime/op_attrs.h, which the Vulkan ops share.
 // Header-only and stable: every kernel file in this folder includes it.
 #pragma once
 
@@ -19,8 +20,9 @@
 
 #include "ptq/ir.h"
 #include "ptq/runtime.h"
+#include "ptq/runtime/op_attrs.h"
+#include "ptq/runtime/task_pool.h"
 #include "ptq/status.h"
-#include "task_pool.h"
 
 namespace ptq::runtime::cpu {
 
@@ -44,13 +46,7 @@ inline Expected<std::unique_ptr<Kernel>> make_kernel(KernelFn fn) {
   return std::unique_ptr<Kernel>(std::make_unique<SimpleKernel>(std::move(fn)));
 }
 
-// ---- errors ---------------------------------------------------------------------------------
-
-// An invalid-input error prefixed by the node's label: "Conv 'conv1': …".
-template <typename... Args>
-Status node_error(const ir::Node& node, fmt::format_string<Args...> f, Args&&... args) {
-  return invalid_input("{}: {}", node.label(), fmt::format(f, std::forward<Args>(args)...));
-}
+// ---- inputs ---------------------------------------------------------------------------------
 
 // Input i, or null when omitted / out of range.
 inline const ir::Tensor* input_or_null(Inputs inputs, size_t i) {
@@ -80,35 +76,13 @@ inline ir::Tensor view_as(const ir::Tensor& t, ir::Shape shape) {
   return ir::Tensor::borrow(t.dtype(), std::move(shape), t.raw());
 }
 
-// ---- axes and shapes ------------------------------------------------------------------------
-
-// Maps a possibly negative axis into [0, rank); fails naming the node when out of range.
-inline Expected<int64_t> normalize_axis(const ir::Node& node, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) {
-    return node_error(node, "axis {} is out of range for rank {}", axis, rank);
-  }
-  return axis < 0 ? axis + rank : axis;
-}
+// ---- shapes ---------------------------------------------------------------------------------
 
 // Row-major element strides of a shape.
 inline std::vector<int64_t> strides_of(const ir::Shape& shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
   return s;
-}
-
-// Product of dims [begin, end).
-inline int64_t dims_product(const ir::Shape& shape, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t i = begin; i < end && i < shape.size(); ++i) n *= shape[i];
-  return n;
-}
-
-// Integer tensor (int32/int64/…) to a vector of int64 (axes, shapes, pads given as inputs).
-inline std::vector<int64_t> to_int64s(const ir::Tensor& t) {
-  std::vector<int64_t> v(static_cast<size_t>(t.size()));
-  for (int64_t i = 0; i < t.size(); ++i) v[static_cast<size_t>(i)] = t.as_int64(i);
-  return v;
 }
 
 // ---- numpy multidirectional broadcasting ----------------------------------------------------
@@ -224,8 +198,8 @@ inline float* grown(std::vector<float>& buffer, size_t n) {
 
 // Splits [0, n) into contiguous ranges of at least `min_per_thread` elements, up to four per
 // thread, and calls fn(begin, end) on each, on the calling thread and its helpers
-// (task_pool.h): the caller takes ranges from the front while a helper wakes up, helpers from
-// the back. Each element is handled by the same code whatever the split, so results are
+// (ptq/runtime/task_pool.h): the caller takes ranges from the front while a helper wakes up,
+// helpers from the back. Each element is handled by the same code whatever the split, so results are
 // identical for any thread count as long as fn treats elements independently.
 template <typename F>
 void parallel_for(int threads, int64_t n, F&& fn, int64_t min_per_thread = 1) {

@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "kernel_util.h"
 #include "registry.h"
-#include "spatial.h"
 
 namespace ptq::runtime::cpu {
 

@@ -324,7 +324,7 @@ Expected<std::unique_ptr<Kernel>> make_resize(const KernelContext& ctx) {
 // Upsample (deprecated at opset 10) is Resize-10: X and scales (an attribute before opset 9),
 // asymmetric coordinates, nearest rounding down when enlarging.
 Expected<std::unique_ptr<Kernel>> make_upsample(const KernelContext& ctx) {
-  KernelContext ctx10{ctx.node, 10, ctx.threads, ctx.graph, ctx.reference};
+  KernelContext ctx10{ctx.node, 10, ctx.threads, ctx.graph, ctx.reference, ctx.winograd};
   PTQ_ASSIGN_OR_RETURN(ResizeAttrs attrs, parse_attrs(ctx10));
   if (ctx.opset >= 9) return make_resize_kernel(ctx10, std::move(attrs));
   // Scales as an attribute: feed them as the input Resize-10 expects.

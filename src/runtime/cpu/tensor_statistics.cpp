@@ -1,18 +1,18 @@
 // HostTensorStatistics: the min-max pass and the |x| histogram of specs/calibrators.md over a
-// host tensor, in parallel. The tensor is cut into fixed chunks (independent of the thread
-// count); per-chunk min/max are combined in chunk order and each thread bins into a private
-// histogram, summed in thread order. Integer counts and min/max do not depend on order, so the
-// results are bit-identical for any thread count. calibrators/histogram.cpp is the serial
+// host tensor, in parallel on the task pool. The tensor is cut into fixed chunks (independent
+// of the thread count); per-chunk min/max are combined in chunk order and each run of chunks
+// is binned into a private histogram, summed in run order. Integer counts and min/max do not
+// depend on order, so the results are bit-identical for any thread count. calibrators/histogram.cpp is the serial
 // reference; tests hold the two equal.
 #include "tensor_statistics.h"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include "ptq/runtime/task_pool.h"
 
 namespace ptq::runtime::cpu {
 
@@ -179,10 +179,10 @@ template <typename Range>
 MinMaxStats minmax_of(Range range, int64_t n, int threads) {
   const int64_t chunks = chunks_of(n);
   std::vector<Partial> parts(static_cast<size_t>(chunks));
-#pragma omp parallel for num_threads(threads_for(n, threads)) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  auto chunk = [&](int64_t c) {
     parts[static_cast<size_t>(c)] = range(c * kChunk, std::min(n, (c + 1) * kChunk));
-  }
+  };
+  run_tasks(threads_for(n, threads), chunks, chunk);
   MinMaxStats s;
   bool any = false;
   for (const Partial& p : parts) {  // chunk order
@@ -204,15 +204,17 @@ template <typename BinRange>
 void histogram_of(BinRange bin_range, int64_t n, int threads, std::span<uint64_t> counts) {
   const int64_t chunks = chunks_of(n);
   const int nt = threads_for(n, threads);
+  // One histogram per run of neighbouring chunks, as many runs as threads.
   std::vector<std::array<uint64_t, kBins>> local(static_cast<size_t>(nt));
-#pragma omp parallel num_threads(nt)
-  {
-    std::array<uint64_t, kBins>& h = local[static_cast<size_t>(omp_get_thread_num())];
+  auto run = [&](int64_t r) {
+    std::array<uint64_t, kBins>& h = local[static_cast<size_t>(r)];
     h.fill(0);
-#pragma omp for schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) bin_range(c * kChunk, std::min(n, (c + 1) * kChunk), h.data());
-  }
-  for (const auto& h : local) {  // thread order; integer sums are exact in any order anyway
+    for (int64_t c = chunks * r / nt; c < chunks * (r + 1) / nt; ++c) {
+      bin_range(c * kChunk, std::min(n, (c + 1) * kChunk), h.data());
+    }
+  };
+  run_tasks(nt, nt, run);
+  for (const auto& h : local) {  // run order; integer sums are exact in any order anyway
     for (int b = 0; b < kBins; ++b) counts[static_cast<size_t>(b)] += h[static_cast<size_t>(b)];
   }
 }

@@ -13,7 +13,7 @@ namespace ptq::runtime::cpu {
 
 class HostTensorStatistics final : public TensorStatistics {
  public:
-  // Borrows `t`; it must outlive this object. `threads` bounds the OpenMP threads used.
+  // Borrows `t`; it must outlive this object. `threads` bounds the threads used.
   HostTensorStatistics(const ir::Tensor& t, int threads) : tensor_(t), threads_(threads) {}
   MinMaxStats minmax() const override;
   void histogram(double T, std::span<uint64_t> counts) const override;

@@ -2,7 +2,6 @@
 #include "context.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include <string_view>
 #endif
 
+#include "ptq/runtime/task_pool.h"
 #include "shader_table.h"
 #include "timing.h"
 
@@ -192,13 +192,14 @@ Expected<std::vector<DeviceInfo>> list_vulkan_devices() {
   return out;
 }
 
-Expected<std::unique_ptr<Context>> Context::create(int index) {
+Expected<std::unique_ptr<Context>> Context::create(const VulkanOptions& options) {
   std::unique_ptr<Context> ctx(new Context());
-  PTQ_RETURN_IF_ERROR(ctx->init(index));
+  ctx->timing_ = options.timing;
+  PTQ_RETURN_IF_ERROR(ctx->init(options.device, options.pipeline_cache_dir));
   return ctx;
 }
 
-Status Context::init(int index) {
+Status Context::init(int index, const std::string& cache_dir) {
   const auto t0 = std::chrono::steady_clock::now();
   PTQ_ASSIGN_OR_RETURN(instance_, create_instance());
   const double instance_ms = ms_since(t0);
@@ -247,13 +248,13 @@ Status Context::init(int index) {
   fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   PTQ_VK(vkCreateFence(device_, &fci, nullptr, &fence_));
   const auto t2 = std::chrono::steady_clock::now();
-  open_pipeline_cache();
+  open_pipeline_cache(cache_dir);
   if (pipeline_cache_ == VK_NULL_HANDLE) {
     VkPipelineCacheCreateInfo cci{};
     cci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
     PTQ_VK(vkCreatePipelineCache(device_, &cci, nullptr, &pipeline_cache_));
   }
-  if (timing_wanted()) {
+  if (timing_) {
     fmt::print(stderr,
                "ptq: vulkan: started in {:.1f} ms: instance {:.1f} ms, device {:.1f} ms, "
                "pipeline cache {:.1f} ms ({} bytes read)\n",
@@ -262,30 +263,22 @@ Status Context::init(int index) {
   return Status::ok();
 }
 
-namespace {
-
-// $PTQ_PIPELINE_CACHE (a folder, or "off"), else $XDG_CACHE_HOME/ptqkit, else ~/.cache/ptqkit.
-std::filesystem::path cache_dir() {
-  if (const char* d = std::getenv("PTQ_PIPELINE_CACHE"); d != nullptr && *d != '\0') {
-    return std::string_view(d) == "off" ? std::filesystem::path() : std::filesystem::path(d);
-  }
+std::string default_pipeline_cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
-    return std::filesystem::path(x) / "ptqkit";
+    return (std::filesystem::path(x) / "ptqkit").string();
   }
   if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
-    return std::filesystem::path(h) / ".cache" / "ptqkit";
+    return (std::filesystem::path(h) / ".cache" / "ptqkit").string();
   }
   return {};
 }
 
-}  // namespace
-
 // Compiled pipelines persist across runs in a VkPipelineCache file per device and driver (the
 // driver checks the header too). The cache is an optimisation: any failure to read or write
 // it only costs compile time.
-void Context::open_pipeline_cache() {
-  const std::filesystem::path dir = cache_dir();
-  if (dir.empty()) return;
+void Context::open_pipeline_cache(const std::string& cache_dir) {
+  if (cache_dir.empty()) return;
+  const std::filesystem::path dir(cache_dir);
   std::string uuid;
   for (uint8_t byte : props_.pipelineCacheUUID) uuid += fmt::format("{:02x}", byte);
   cache_file_ = (dir / fmt::format("pipelines-{:04x}-{:04x}-{}.bin", props_.vendorID, props_.deviceID, uuid)).string();
@@ -346,7 +339,7 @@ Context::~Context() {
     device_ms = ms_since(t2);
   }
   if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
-  if (timing_wanted() && device_ != VK_NULL_HANDLE) {
+  if (timing_ && device_ != VK_NULL_HANDLE) {
     fmt::print(stderr, "ptq: vulkan: stopped in {:.1f} ms: pipeline cache saved {:.1f} ms, device "
                "destroyed {:.1f} ms\n", ms_since(t0), cache_ms, device_ms);
   }
@@ -386,15 +379,12 @@ Status Context::prepare_pipelines(const std::vector<std::pair<std::string, uint3
   std::vector<Expected<std::unique_ptr<Pipeline>>> built;
   built.reserve(todo.size());
   for (size_t i = 0; i < todo.size(); ++i) built.emplace_back(runtime_error("vulkan: pipeline not built"));
-  const size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < todo.size(); i = next++) built[i] = build_pipeline(todo[i].first, todo[i].second, 128);
+  const int workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto build = [&](int64_t i) {
+    const auto& [name, bindings] = todo[static_cast<size_t>(i)];
+    built[static_cast<size_t>(i)] = build_pipeline(name, bindings, 128);
   };
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  runtime::run_tasks(workers, static_cast<int64_t>(todo.size()), build);
   for (size_t i = 0; i < todo.size(); ++i) {
     if (!built[i].has_value()) return built[i].status();
     pipelines_.emplace(todo[i].first, std::move(built[i]).value());

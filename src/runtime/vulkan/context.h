@@ -25,8 +25,10 @@ Status vk_status(VkResult r, std::string_view what);
 
 class Context {
  public:
-  // Opens device `index` (of the loader's list). Needs Vulkan 1.2 and a compute queue.
-  static Expected<std::unique_ptr<Context>> create(int index);
+  // Opens device `options.device` (of the loader's list), its pipelines cached in
+  // `options.pipeline_cache_dir`, reporting its times when `options.timing`. Needs Vulkan 1.2
+  // and a compute queue.
+  static Expected<std::unique_ptr<Context>> create(const VulkanOptions& options);
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   ~Context();
@@ -39,6 +41,8 @@ class Context {
   const DeviceInfo& info() const { return info_; }
   // Exact integer histogram bins need 64-bit integers in shaders.
   bool exact_histograms() const { return info_.int64; }
+  // Print where the time goes (VulkanOptions::timing), for this device's executors too.
+  bool timing() const { return timing_; }
 
   // A memory type index with `required` flags among `type_bits`, preferring `preferred` too.
   Expected<uint32_t> memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
@@ -58,10 +62,10 @@ class Context {
 
  private:
   Context() = default;
-  Status init(int index);
+  Status init(int index, const std::string& cache_dir);
   Expected<std::unique_ptr<Pipeline>> build_pipeline(std::string_view name, uint32_t bindings,
                                                      uint32_t push_bytes) const;
-  void open_pipeline_cache();
+  void open_pipeline_cache(const std::string& dir);
   void save_pipeline_cache();
 
   VkInstance instance_ = VK_NULL_HANDLE;
@@ -72,6 +76,7 @@ class Context {
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  bool timing_ = false;
   std::string cache_file_;        // the pipeline cache on disk ("" when off)
   size_t cache_loaded_bytes_ = 0; // its size when read: written back only when it grew
   VkPhysicalDeviceProperties props_{};

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gemm_vulkan.h"
 #include "op.h"
@@ -24,47 +26,12 @@ struct ConvGeometry {
   int64_t groups = 1;
 };
 
-// Pads at the start and end of each spatial dim (index 0: H, 1: W; a 1-D op has only W):
-// from `pads`, or from auto_pad (or ConvTranspose's output_shape) and the known output size.
-void spatial_pads(const ir::Node& node, const std::array<int64_t, 2>& in,
-                  const std::array<int64_t, 2>& out, const std::array<int64_t, 2>& k,
-                  const std::array<int64_t, 2>& s, const std::array<int64_t, 2>& d, bool is_1d,
-                  bool transposed, std::array<int64_t, 2>& begin, std::array<int64_t, 2>& end) {
-  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  const std::vector<int64_t> pads = node.attr_ints("pads", {});
-  const std::vector<int64_t> out_pad = node.attr_ints("output_padding", {});
-  const size_t nd = is_1d ? 1 : 2;
-  const bool derived = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER" ||
-                       (transposed && node.has_attr("output_shape"));
-  for (size_t i = 0; i < 2; ++i) {
-    begin[i] = end[i] = 0;
-    if (is_1d && i == 0) continue;
-    const size_t a = is_1d ? 0 : i;  // index into the attributes
-    if (!derived) {
-      if (auto_pad == "NOTSET" && pads.size() == 2 * nd) {
-        begin[i] = pads[a];
-        end[i] = pads[a + nd];
-      }
-      continue;
-    }
-    const int64_t extent = (k[i] - 1) * d[i] + 1;
-    int64_t total;
-    if (transposed) {
-      const int64_t op = out_pad.size() == nd ? out_pad[a] : 0;
-      total = s[i] * (in[i] - 1) + op + extent - out[i];
-    } else {
-      total = std::max<int64_t>((out[i] - 1) * s[i] + extent - in[i], 0);
-    }
-    begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-    end[i] = total - begin[i];
-  }
-}
-
 Expected<ConvGeometry> geometry(const OpBuild& b, bool transposed) {
   const ir::Shape& x = b.in(0).shape;
   const ir::Shape& wt = b.in(1).shape;
   const ir::Shape& y = b.outputs[0].shape;
   if (x.size() != 3 && x.size() != 4) return unsupported("{}-D convolution", static_cast<int64_t>(x.size()) - 2);
+  if (wt.size() != x.size()) return unsupported("weights of rank {}", wt.size());
   const bool is_1d = x.size() == 3;
   ConvGeometry g;
   g.n = x[0];
@@ -77,23 +44,24 @@ Expected<ConvGeometry> geometry(const OpBuild& b, bool transposed) {
   g.kh = is_1d ? 1 : wt[2];
   g.kw = wt.back();
   g.groups = b.node.attr_int("group", 1);
-  std::vector<int64_t> strides = b.node.attr_ints("strides", {});
-  std::vector<int64_t> dil = b.node.attr_ints("dilations", {});
-  if (!strides.empty()) {
-    g.sh = is_1d ? 1 : strides[0];
-    g.sw = strides.back();
-  }
-  if (!dil.empty()) {
-    g.dh = is_1d ? 1 : dil[0];
-    g.dw = dil.back();
-  }
-  std::array<int64_t, 2> begin{}, end{};
-  spatial_pads(b.node, {g.h, g.w}, {g.oh, g.ow}, {g.kh, g.kw}, {g.sh, g.sw}, {g.dh, g.dw}, is_1d,
-               transposed, begin, end);
-  g.ph = begin[0];
-  g.pw = begin[1];
-  g.ph_end = end[0];
-  g.pw_end = end[1];
+  // Strides, dilations and pads as the CPU kernels read them (auto_pad and ConvTranspose's
+  // output_shape resolved); the output dims themselves come from the output's shape.
+  std::vector<int64_t> kernel(wt.begin() + 2, wt.end());
+  PTQ_ASSIGN_OR_RETURN(runtime::Window win, runtime::read_window(b.node, std::move(kernel)));
+  const std::vector<int64_t> in(x.begin() + 2, x.end());
+  const Expected<std::vector<int64_t>> out = transposed
+                                                ? runtime::transpose_output_dims(b.node, win, in)
+                                                : runtime::forward_output_dims(b.node, win, in);
+  if (!out) return out.status();
+  const size_t w_at = win.rank() - 1;  // the W dim (the only one of a 1-D op)
+  g.sh = is_1d ? 1 : win.strides[0];
+  g.sw = win.strides[w_at];
+  g.dh = is_1d ? 1 : win.dilations[0];
+  g.dw = win.dilations[w_at];
+  g.ph = is_1d ? 0 : win.pad_begin(0);
+  g.pw = win.pad_begin(w_at);
+  g.ph_end = is_1d ? 0 : win.pad_end(0);
+  g.pw_end = win.pad_end(w_at);
   if (g.groups <= 0 || g.ic % g.groups != 0 || g.oc % g.groups != 0) return unsupported("bad group count");
   if (g.dh > 32767 || g.dw > 32767 || g.kh * g.dh > 32767 || g.kw * g.dw > 32767) {
     return unsupported("convolution window too large");

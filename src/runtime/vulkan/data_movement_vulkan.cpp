@@ -113,7 +113,7 @@ Expected<std::unique_ptr<VulkanOp>> make_transpose_vulkan(const OpBuild& b) {
   ir::Shape dims(perm.size());
   std::vector<int64_t> ss(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) {
-    const int64_t p = norm_axis(perm[d], rank);
+    PTQ_ASSIGN_OR_RETURN(const int64_t p, normalize_axis(b.node, perm[d], rank));
     dims[d] = in[static_cast<size_t>(p)];
     ss[d] = st[static_cast<size_t>(p)];
   }
@@ -132,10 +132,10 @@ Expected<std::unique_ptr<VulkanOp>> make_slice_vulkan(const OpBuild& b) {
     for (size_t i = 1; i < 5; ++i) {
       if (b.has_input(i) && b.constant(i) == nullptr) return unsupported("Slice input {} is not a constant", i);
     }
-    starts = constant_ints(*b.constant(1));
-    ends = constant_ints(*b.constant(2));
-    if (b.has_input(3)) axes = constant_ints(*b.constant(3));
-    if (b.has_input(4)) steps = constant_ints(*b.constant(4));
+    starts = to_int64s(*b.constant(1));
+    ends = to_int64s(*b.constant(2));
+    if (b.has_input(3)) axes = to_int64s(*b.constant(3));
+    if (b.has_input(4)) steps = to_int64s(*b.constant(4));
   }
   if (axes.empty()) {
     axes.resize(starts.size());
@@ -146,7 +146,7 @@ Expected<std::unique_ptr<VulkanOp>> make_slice_vulkan(const OpBuild& b) {
   std::vector<int64_t> ss = st;
   int64_t off = 0;
   for (size_t k = 0; k < starts.size(); ++k) {
-    const int64_t a = norm_axis(axes[k], rank);
+    PTQ_ASSIGN_OR_RETURN(const int64_t a, normalize_axis(b.node, axes[k], rank));
     const int64_t dim = in[static_cast<size_t>(a)];
     const int64_t step = steps[k];
     if (step == 0) return unsupported("Slice step 0");
@@ -185,7 +185,8 @@ Expected<std::unique_ptr<VulkanOp>> make_expand_vulkan(const OpBuild& b) {
 
 Expected<std::unique_ptr<VulkanOp>> make_concat_vulkan(const OpBuild& b) {
   const ir::Shape& out = b.outputs[0].shape;
-  const int64_t axis = norm_axis(b.node.attr_int("axis", 0), static_cast<int64_t>(out.size()));
+  PTQ_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(b.node, b.node.attr_int("axis", 0),
+                                                         static_cast<int64_t>(out.size())));
   PTQ_ASSIGN_OR_RETURN(uint32_t words, words_of(b.outputs[0].dtype));
   const std::vector<int64_t> ds = contiguous_strides(out);
   std::vector<CopyOp::Piece> pieces;
@@ -204,7 +205,8 @@ Expected<std::unique_ptr<VulkanOp>> make_concat_vulkan(const OpBuild& b) {
 
 Expected<std::unique_ptr<VulkanOp>> make_split_vulkan(const OpBuild& b) {
   const ir::Shape& in = b.in(0).shape;
-  const int64_t axis = norm_axis(b.node.attr_int("axis", 0), static_cast<int64_t>(in.size()));
+  PTQ_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(b.node, b.node.attr_int("axis", 0),
+                                                         static_cast<int64_t>(in.size())));
   PTQ_ASSIGN_OR_RETURN(uint32_t words, words_of(b.in(0).dtype));
   const std::vector<int64_t> ss = contiguous_strides(in);
   std::vector<CopyOp::Piece> pieces;
@@ -247,7 +249,8 @@ class GatherOp final : public VulkanOp {
 Expected<std::unique_ptr<VulkanOp>> make_gather_vulkan(const OpBuild& b) {
   const ir::Shape& data = b.in(0).shape;
   const int64_t rank = static_cast<int64_t>(data.size());
-  const int64_t axis = norm_axis(b.node.attr_int("axis", 0), rank);
+  PTQ_ASSIGN_OR_RETURN(const int64_t axis,
+                       normalize_axis(b.node, b.node.attr_int("axis", 0), rank));
   PTQ_ASSIGN_OR_RETURN(uint32_t words, words_of(b.in(0).dtype));
   const ir::DType it = b.in(1).dtype;
   if (it != ir::DType::kInt64 && it != ir::DType::kInt32) return unsupported("Gather indices of {}", ir::dtype_name(it));
@@ -293,12 +296,12 @@ Expected<std::unique_ptr<VulkanOp>> make_pad_vulkan(const OpBuild& b) {
     for (size_t i = 1; i < 4; ++i) {
       if (b.has_input(i) && b.constant(i) == nullptr) return unsupported("Pad input {} is not a constant", i);
     }
-    pads = constant_ints(*b.constant(1));
+    pads = to_int64s(*b.constant(1));
     if (b.has_input(2) && b.constant(2)->size() > 0) value = static_cast<float>(b.constant(2)->as_double(0));
   }
   std::vector<int64_t> axes(static_cast<size_t>(rank));
   std::iota(axes.begin(), axes.end(), 0);
-  if (b.has_input(3)) axes = constant_ints(*b.constant(3));
+  if (b.has_input(3)) axes = to_int64s(*b.constant(3));
   if (pads.size() != 2 * axes.size()) return unsupported("Pad pads do not match the axes");
   PadPush p;
   const std::string mode = b.node.attr_string("mode", "constant");
@@ -316,7 +319,8 @@ Expected<std::unique_ptr<VulkanOp>> make_pad_vulkan(const OpBuild& b) {
     p.in_dims[static_cast<size_t>(d)] = static_cast<uint32_t>(in[static_cast<size_t>(d)]);
   }
   for (size_t k = 0; k < axes.size(); ++k) {
-    p.begin[static_cast<size_t>(norm_axis(axes[k], rank))] = static_cast<int32_t>(pads[k]);
+    PTQ_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(b.node, axes[k], rank));
+    p.begin[static_cast<size_t>(axis)] = static_cast<int32_t>(pads[k]);
   }
   if (p.mode != 0 && ir::num_elements(in) == 0) return unsupported("Pad of an empty tensor");
   struct PadOp final : VulkanOp {

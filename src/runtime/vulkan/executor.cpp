@@ -5,7 +5,6 @@
 // outputs read back.
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -19,6 +18,7 @@
 #include "host_values.h"
 #include "program.h"
 #include "ptq/ir/owned_copy.h"
+#include "ptq/runtime/task_pool.h"
 #include "ptq/vulkan.h"
 #include "statistics_vulkan.h"
 #include "timing.h"
@@ -56,24 +56,11 @@ void parallel_copy(void* dst, const void* src, size_t bytes, int threads) {
     std::memcpy(dst, src, bytes);
     return;
   }
-#pragma omp parallel for num_threads(std::min<int64_t>(threads, chunks)) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  auto copy = [&](int64_t c) {
     const size_t at = static_cast<size_t>(c) * kChunk;
     std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, std::min(kChunk, bytes - at));
-  }
-}
-
-int conv_split_k(const VulkanOptions& options) {
-  if (options.conv_split_k > 0) return options.conv_split_k;
-  const char* env = std::getenv("PTQ_VULKAN_SPLIT_K");
-  return env != nullptr ? std::max(std::atoi(env), 0) : 0;
-}
-
-bool stage_inputs_on_device(const VulkanOptions& options) {
-  using Staging = VulkanOptions::InputStaging;
-  if (options.input_staging != Staging::kAuto) return options.input_staging == Staging::kDevice;
-  const char* env = std::getenv("PTQ_VULKAN_UPLOAD");
-  return env == nullptr || std::string(env) != "host";
+  };
+  runtime::run_tasks(threads, chunks, copy);
 }
 
 // The observed values of `blk` whose statistics the GPU computes (float32 on the device).
@@ -103,7 +90,7 @@ class VulkanExecutor final : public runtime::Executor {
     for (auto& [key, prog] : programs_) free_commands(*prog);
     programs_.clear();
     uploaded_.clear();
-    if (timing_wanted()) {
+    if (ctx_->timing()) {
       fmt::print(stderr, "ptq: vulkan: programs and constants freed in {:.1f} ms\n", ms_since(t0));
     }
   }
@@ -152,14 +139,10 @@ class VulkanExecutor final : public runtime::Executor {
 
 // Shapes from the declared value types when they settle every value (no CPU run), else from
 // running the batch once on the CPU executor; `why` says why the declared types did not do.
-// PTQ_VULKAN_SHAPE_PASS=cpu always runs the CPU pass (to compare the two).
+// VulkanOptions::cpu_shape_pass always runs the CPU pass (to compare the two).
 Expected<ShapeFacts> VulkanExecutor::shape_facts(const runtime::NamedTensors& inputs, std::string& why) {
-  static const bool cpu_only = [] {
-    const char* v = std::getenv("PTQ_VULKAN_SHAPE_PASS");
-    return v != nullptr && std::string_view(v) == "cpu";
-  }();
-  if (cpu_only) {
-    why = "PTQ_VULKAN_SHAPE_PASS=cpu";
+  if (options_.cpu_shape_pass) {
+    why = "asked for (VulkanOptions::cpu_shape_pass)";
   } else {
     PTQ_ASSIGN_OR_RETURN(std::optional<ShapeFacts> declared,
                          declared_shape_facts(model_.graph, model_.opset(""), inputs, statics_, *cpu_, why));
@@ -195,11 +178,11 @@ Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inpu
   const double shape_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   BuildEnv env{*ctx_, model_, *cpu_, std::max(options_.threads, 1), options_.observe_budget_bytes,
-               uploaded_, uploaded_bytes_, conv_split_k(options_),
-               stage_inputs_on_device(options_)};
+               uploaded_, uploaded_bytes_, std::max(options_.conv_split_k, 0),
+               options_.input_staging == VulkanOptions::InputStaging::kDevice};
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Program> prog,
                        build_program(env, shapes.facts, std::move(shapes.folded), observed));
-  if (timing_wanted()) {
+  if (ctx_->timing()) {
     fmt::print(stderr, "ptq: vulkan: new program: shapes {:.1f} ms ({}), build {:.1f} ms\n", shape_ms,
                why.empty() ? "declared types" : "CPU shape pass: " + why, ms_since(t1));
   }
@@ -382,18 +365,18 @@ OpenedDevice::OpenedDevice(std::unique_ptr<Context> context) : context_(std::mov
 OpenedDevice::~OpenedDevice() = default;
 std::unique_ptr<Context> OpenedDevice::take() { return std::move(context_); }
 
-Expected<std::unique_ptr<OpenedDevice>> open_vulkan_device(int index) {
-  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, Context::create(index));
+Expected<std::unique_ptr<OpenedDevice>> open_vulkan_device(const VulkanOptions& options) {
+  PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx, Context::create(options));
   return std::make_unique<OpenedDevice>(std::move(ctx));
 }
 
 Expected<std::unique_ptr<runtime::Executor>> make_vulkan_executor(
     const ir::Model& model, const VulkanOptions& options, std::unique_ptr<OpenedDevice> opened) {
   PTQ_ASSIGN_OR_RETURN(std::unordered_set<std::string> statics, static_values(model.graph));
-  std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
+  std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend(options.cpu);
   std::unique_ptr<Context> ctx = opened != nullptr ? opened->take() : nullptr;
   if (ctx == nullptr) {
-    PTQ_ASSIGN_OR_RETURN(ctx, Context::create(options.device));
+    PTQ_ASSIGN_OR_RETURN(ctx, Context::create(options));
   }
   return std::unique_ptr<runtime::Executor>(std::make_unique<VulkanExecutor>(
       model, options, std::move(ctx), std::move(cpu), std::move(statics)));

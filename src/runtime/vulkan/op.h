@@ -12,6 +12,7 @@
 #include "buffer.h"
 #include "context.h"
 #include "ptq/ir.h"
+#include "ptq/runtime/op_attrs.h"
 #include "ptq/status.h"
 #include "recorder.h"
 
@@ -78,12 +79,9 @@ Status unsupported(fmt::format_string<Args...> f, Args&&... args) {
   return {StatusCode::kRuntime, fmt::format(f, std::forward<Args>(args)...)};
 }
 
-// Shape helpers shared by the op families.
-// Normalises a possibly negative axis against `rank`.
-inline int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
-// Product of dims [begin, end).
-int64_t dims_product(const ir::Shape& s, int64_t begin, int64_t end);
-// Reads an int64/int32 constant input as a vector (shapes, axes, pads…).
-std::vector<int64_t> constant_ints(const ir::Tensor& t);
+// Attributes, axes and integer inputs are read as the CPU kernels read them.
+using runtime::dims_product;
+using runtime::normalize_axis;
+using runtime::to_int64s;
 
 }  // namespace ptq::vulkan

@@ -1,6 +1,6 @@
 // MaxPool and AveragePool on Vulkan (pool.comp); the global pools are reductions
 // (reduce_vulkan.cpp).
-#include <algorithm>
+#include <vector>
 
 #include "op.h"
 
@@ -40,10 +40,12 @@ Expected<std::unique_ptr<VulkanOp>> make_pool_vulkan(const OpBuild& b) {
   const size_t nd = is_1d ? 1 : 2;
   const std::vector<int64_t> k = node.attr_ints("kernel_shape", {});
   if (k.size() != nd) return unsupported("pooling without a matching kernel_shape");
-  std::vector<int64_t> s = node.attr_ints("strides", std::vector<int64_t>(nd, 1));
-  std::vector<int64_t> d = node.attr_ints("dilations", std::vector<int64_t>(nd, 1));
-  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * nd, 0));
-  if (s.size() != nd || d.size() != nd || pads.size() != 2 * nd) return unsupported("pooling attributes");
+  // Strides, dilations and pads as the CPU kernels read them (auto_pad resolved); the output
+  // dims themselves come from the output's shape.
+  PTQ_ASSIGN_OR_RETURN(runtime::Window w, runtime::read_window(node, k));
+  const Expected<std::vector<int64_t>> out =
+      runtime::forward_output_dims(node, w, std::vector<int64_t>(x.begin() + 2, x.end()));
+  if (!out) return out.status();
   PoolPush p{};
   p.H = static_cast<uint32_t>(is_1d ? 1 : x[2]);
   p.W = static_cast<uint32_t>(x.back());
@@ -52,28 +54,14 @@ Expected<std::unique_ptr<VulkanOp>> make_pool_vulkan(const OpBuild& b) {
   p.n = static_cast<uint32_t>(ir::num_elements(y));
   p.KH = static_cast<uint32_t>(is_1d ? 1 : k[0]);
   p.KW = static_cast<uint32_t>(k.back());
-  p.sh = static_cast<int32_t>(is_1d ? 1 : s[0]);
-  p.sw = static_cast<int32_t>(s.back());
-  p.dh = static_cast<int32_t>(is_1d ? 1 : d[0]);
-  p.dw = static_cast<int32_t>(d.back());
-  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad == "NOTSET") {
-    p.ph = static_cast<int32_t>(is_1d ? 0 : pads[0]);
-    p.pw = static_cast<int32_t>(pads[nd - 1]);
-    p.pad_h_end = static_cast<int32_t>(is_1d ? 0 : pads[nd]);
-    p.pad_w_end = static_cast<int32_t>(pads[2 * nd - 1]);
-  } else if (auto_pad != "VALID") {
-    // SAME_*: total padding so that out = ceil(in / stride).
-    auto total = [](int64_t in, int64_t out, int64_t st, int64_t kk, int64_t dd) {
-      return std::max<int64_t>((out - 1) * st + (kk - 1) * dd + 1 - in, 0);
-    };
-    const int64_t th = total(p.H, p.OH, p.sh, p.KH, p.dh), tw = total(p.W, p.OW, p.sw, p.KW, p.dw);
-    const bool upper = auto_pad == "SAME_UPPER";
-    p.ph = static_cast<int32_t>(upper ? th / 2 : th - th / 2);
-    p.pw = static_cast<int32_t>(upper ? tw / 2 : tw - tw / 2);
-    p.pad_h_end = static_cast<int32_t>(th - p.ph);
-    p.pad_w_end = static_cast<int32_t>(tw - p.pw);
-  }
+  p.sh = static_cast<int32_t>(is_1d ? 1 : w.strides[0]);
+  p.sw = static_cast<int32_t>(w.strides.back());
+  p.dh = static_cast<int32_t>(is_1d ? 1 : w.dilations[0]);
+  p.dw = static_cast<int32_t>(w.dilations.back());
+  p.ph = static_cast<int32_t>(is_1d ? 0 : w.pad_begin(0));
+  p.pw = static_cast<int32_t>(w.pad_begin(nd - 1));
+  p.pad_h_end = static_cast<int32_t>(is_1d ? 0 : w.pad_end(0));
+  p.pad_w_end = static_cast<int32_t>(w.pad_end(nd - 1));
   if (node.op_type == "MaxPool") {
     p.mode = 0;
   } else if (node.op_type == "AveragePool") {

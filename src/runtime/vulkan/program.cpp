@@ -514,7 +514,7 @@ Status Builder::prepare_pipelines() {
 }
 
 Status Builder::record_blocks() {
-  if (timing_wanted()) {
+  if (env.ctx.timing()) {
     prog.timer = StepTimer::create(env.ctx, static_cast<int>(prog.steps.size()), static_cast<int>(prog.blocks.size()));
   }
   for (size_t b = 0; b < prog.blocks.size(); ++b) {
@@ -621,7 +621,7 @@ Expected<std::unique_ptr<Program>> build_program(BuildEnv& env,
   PTQ_RETURN_IF_ERROR(b.prepare_pipelines());
   const auto t2 = std::chrono::steady_clock::now();
   PTQ_RETURN_IF_ERROR(b.record_blocks());
-  if (timing_wanted()) {
+  if (env.ctx.timing()) {
     using ms = std::chrono::duration<double, std::milli>;
     fmt::print(stderr, "ptq: vulkan: constants uploaded in {:.1f} ms, pipelines {:.1f} ms, recording {:.1f} ms\n",
                ms(t1 - t0).count(), ms(t2 - t1).count(), ms(std::chrono::steady_clock::now() - t2).count());

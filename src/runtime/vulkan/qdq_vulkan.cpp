@@ -54,8 +54,9 @@ Expected<std::unique_ptr<VulkanOp>> make_qdq_vulkan(const OpBuild& b) {
   p.channels = 1;
   p.inner = 1;
   if (scale->size() > 1) {
-    const int64_t axis = norm_axis(b.node.attr_int("axis", 1), rank);
-    if (axis < 0 || axis >= rank || shape[static_cast<size_t>(axis)] != scale->size()) {
+    PTQ_ASSIGN_OR_RETURN(const int64_t axis,
+                         normalize_axis(b.node, b.node.attr_int("axis", 1), rank));
+    if (shape[static_cast<size_t>(axis)] != scale->size()) {
       return unsupported("per-channel scale does not match the axis");
     }
     p.channels = static_cast<uint32_t>(scale->size());

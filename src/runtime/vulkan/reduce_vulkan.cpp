@@ -68,7 +68,7 @@ Expected<std::unique_ptr<VulkanOp>> make_reduce_vulkan(const OpBuild& b) {
     std::iota(axes.begin(), axes.end(), 2);
   } else if (b.has_input(1)) {
     if (b.constant(1) == nullptr) return unsupported("reduction axes are not a constant");
-    axes = constant_ints(*b.constant(1));
+    axes = to_int64s(*b.constant(1));
   } else {
     axes = b.node.attr_ints("axes", {});
   }
@@ -79,7 +79,9 @@ Expected<std::unique_ptr<VulkanOp>> make_reduce_vulkan(const OpBuild& b) {
     axes.resize(static_cast<size_t>(rank));
     std::iota(axes.begin(), axes.end(), 0);
   }
-  for (int64_t& a : axes) a = norm_axis(a, rank);
+  for (int64_t& a : axes) {
+    PTQ_ASSIGN_OR_RETURN(a, normalize_axis(b.node, a, rank));
+  }
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   // Size-1 dims do not matter for contiguity of the reduced block.
@@ -106,7 +108,8 @@ Expected<std::unique_ptr<VulkanOp>> make_softmax_vulkan(const OpBuild& b) {
   if (!float_io(b)) return unsupported("only float32 runs on Vulkan");
   const ir::Shape& x = b.in(0).shape;
   const int64_t rank = static_cast<int64_t>(x.size());
-  const int64_t axis = norm_axis(b.node.attr_int("axis", b.opset < 13 ? 1 : -1), rank);
+  const int64_t given = b.node.attr_int("axis", b.opset < 13 ? 1 : -1);
+  PTQ_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(b.node, given, rank));
   RowsPush p{};
   p.outer = static_cast<uint32_t>(dims_product(x, 0, axis));
   if (b.opset < 13) {  // the input is coerced to 2-D at `axis`
@@ -154,7 +157,8 @@ Expected<std::unique_ptr<VulkanOp>> make_layernorm_vulkan(const OpBuild& b) {
   }
   const ir::Shape& x = b.in(0).shape;
   const int64_t rank = static_cast<int64_t>(x.size());
-  const int64_t axis = norm_axis(b.node.attr_int("axis", -1), rank);
+  PTQ_ASSIGN_OR_RETURN(const int64_t axis,
+                       normalize_axis(b.node, b.node.attr_int("axis", -1), rank));
   LayerNormPush p{};
   p.rows = static_cast<uint32_t>(dims_product(x, 0, axis));
   p.R = static_cast<uint32_t>(dims_product(x, axis, rank));

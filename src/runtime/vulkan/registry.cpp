@@ -27,16 +27,4 @@ OpFactory find_op(std::string_view op_type) {
   return nullptr;
 }
 
-int64_t dims_product(const ir::Shape& s, int64_t begin, int64_t end) {
-  int64_t p = 1;
-  for (int64_t i = begin; i < end; ++i) p *= s[static_cast<size_t>(i)];
-  return p;
-}
-
-std::vector<int64_t> constant_ints(const ir::Tensor& t) {
-  std::vector<int64_t> out(static_cast<size_t>(t.size()));
-  for (int64_t i = 0; i < t.size(); ++i) out[static_cast<size_t>(i)] = t.as_int64(i);
-  return out;
-}
-
 }  // namespace ptq::vulkan

@@ -1,18 +1,12 @@
-// PTQ_VULKAN_TIMING=1: the Vulkan backend prints where its time goes to stderr (device start
-// and stop, a new program's build steps, per-step GPU times of its first runs).
+// VulkanOptions::timing (`ptq`: PTQ_VULKAN_TIMING=1): the Vulkan backend prints where its time
+// goes to stderr (device start and stop, a new program's build steps, per-step GPU times of its
+// first runs); Context::timing() tells whether it is on.
 #pragma once
-
-#include <cstdlib>
 
 #include "ptq/runtime/step_report.h"
 
 namespace ptq::vulkan {
 
 using runtime::ms_since;
-
-inline bool timing_wanted() {
-  static const bool wanted = std::getenv("PTQ_VULKAN_TIMING") != nullptr;
-  return wanted;
-}
 
 }  // namespace ptq::vulkan

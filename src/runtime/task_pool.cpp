@@ -1,4 +1,4 @@
-#include "task_pool.h"
+#include "ptq/runtime/task_pool.h"
 
 #include <pthread.h>
 
@@ -7,28 +7,24 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime {
 
 namespace {
 
-// How long an idle helper watches for the next loop before it sleeps: PTQ_SPIN_US microseconds,
-// 100 unless set (0: sleep at once). At batch 1 the loops of successive ops are a few
-// microseconds apart, while waking a sleeping helper takes tens of microseconds (on a virtual
-// machine the idle CPU has halted and the host must reschedule it) - so a helper that slept
-// between ops joined each op late or not at all. Bounded, so an idle pool stops using the CPU
-// within that time.
+// How long an idle helper watches for the next loop before it sleeps (set_idle_spin). At
+// batch 1 the loops of successive ops are a few microseconds apart, while waking a sleeping
+// helper takes tens of microseconds (on a virtual machine the idle CPU has halted and the host
+// must reschedule it) - so a helper that slept between ops joined each op late or not at all.
+// Bounded, so an idle pool stops using the CPU within that time.
+std::atomic<int64_t> idle_spin_us{100};
+
 std::chrono::microseconds spin_time() {
-  static const long us = [] {
-    const char* v = std::getenv("PTQ_SPIN_US");
-    return v != nullptr && *v != '\0' ? std::max(0L, std::atol(v)) : 100L;
-  }();
-  return std::chrono::microseconds(us);
+  return std::chrono::microseconds(idle_spin_us.load(std::memory_order_relaxed));
 }
 
 inline void pause_briefly() {
@@ -68,7 +64,8 @@ class TaskPool {
   // False in a process forked after the pool was made.
   bool usable() const { return forks_ == forks.load(std::memory_order_relaxed); }
 
-  void run(int threads, int64_t n, void (*task)(void*, int64_t), void* context) {
+  // `jobs`: every thread claims from the front and a task may post loops of its own.
+  void run(int threads, int64_t n, void (*task)(void*, int64_t), void* context, bool jobs) {
     const int wanted = static_cast<int>(std::min<int64_t>(threads - 1, n - 1));
     while (static_cast<int>(helpers_.size()) < wanted) helpers_.emplace_back([this] { serve(); });
     {
@@ -77,14 +74,21 @@ class TaskPool {
       left_.wait(lock, [&] { return inside_ == 0; });
       task_ = task;
       context_ = context;
+      jobs_ = jobs;
       range_.store(uint64_t(n) << 32, std::memory_order_relaxed);  // front 0, back n
+      total_ = n;
       done_.store(0, std::memory_order_relaxed);
       seats_ = wanted;
       posted_.store(++epoch_, std::memory_order_release);
     }
     wake_.notify_all();
-    work(true);
-    // Every task is claimed; wait for those a helper is still running.
+    work(true, jobs);
+    // Every task is claimed; wait for those a helper is still running: briefly for a loop's
+    // tasks, asleep for jobs (which may run for minutes).
+    if (jobs) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) >= n; });
+    }
     while (done_.load(std::memory_order_acquire) < n) std::this_thread::yield();
   }
 
@@ -92,11 +96,14 @@ class TaskPool {
   // Claims and runs tasks until none is left: the caller from the front, helpers from the
   // back, so each thread's tasks are neighbours (contiguous ranges, as a static split gives)
   // while whoever is free takes the next.
-  void work(bool front) {
-    in_task = true;
+  void work(bool front, bool jobs) {
+    in_task = !jobs;
     for (int64_t i = claim(front); i >= 0; i = claim(front)) {
       task_(context_, i);
-      done_.fetch_add(1, std::memory_order_release);
+      if (done_.fetch_add(1, std::memory_order_release) + 1 == total_ && jobs) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finished_.notify_all();
+      }
     }
     in_task = false;
   }
@@ -129,8 +136,9 @@ class TaskPool {
       if (seats_ == 0) continue;
       --seats_;
       ++inside_;
+      const bool jobs = jobs_;
       lock.unlock();
-      work(false);
+      work(jobs, jobs);
       lock.lock();
       if (--inside_ == 0) left_.notify_all();
     }
@@ -149,7 +157,7 @@ class TaskPool {
 
   int forks_ = 0;  // forks counted when the pool was made
   std::mutex mutex_;
-  std::condition_variable wake_, left_;
+  std::condition_variable wake_, left_, finished_;
   std::vector<std::thread> helpers_;
   bool stop_ = false;
   uint64_t epoch_ = 0;
@@ -159,6 +167,8 @@ class TaskPool {
   // The current loop, set under mutex_ while no helper is inside.
   void (*task_)(void*, int64_t) = nullptr;
   void* context_ = nullptr;
+  bool jobs_ = false;
+  int64_t total_ = 0;  // tasks in the loop
   std::atomic<uint64_t> range_{0};  // the unclaimed tasks [front, back): back << 32 | front
   std::atomic<int64_t> done_{0};
 };
@@ -179,17 +189,37 @@ struct PoolDeleter {
   }
 };
 
-}  // namespace
-
-void run_tasks(int threads, int64_t n, void (*task)(void*, int64_t), void* context) {
+// Runs one loop on the calling thread's pool for its depth: a job (run_jobs) running on the
+// calling thread posts its own loops to a second pool, as its first is busy with the jobs.
+void run_loop(int threads, int64_t n, void (*task)(void*, int64_t), void* context, bool jobs) {
   if (n <= 0) return;
   if (threads <= 1 || n == 1 || in_task || n > INT32_MAX) {
     for (int64_t i = 0; i < n; ++i) task(context, i);
     return;
   }
-  thread_local std::unique_ptr<TaskPool, PoolDeleter> pool;
-  if (!pool || !pool->usable()) pool.reset(new TaskPool);
-  pool->run(threads, n, task, context);
+  thread_local std::vector<std::unique_ptr<TaskPool, PoolDeleter>> pools;
+  thread_local size_t depth = 0;
+  if (pools.size() <= depth) pools.resize(depth + 1);
+  std::unique_ptr<TaskPool, PoolDeleter>& slot = pools[depth];
+  if (!slot || !slot->usable()) slot.reset(new TaskPool);
+  TaskPool* pool = slot.get();  // a nested loop may grow `pools`
+  ++depth;
+  pool->run(threads, n, task, context, jobs);
+  --depth;
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace
+
+void run_tasks(int threads, int64_t n, void (*task)(void*, int64_t), void* context) {
+  run_loop(threads, n, task, context, false);
+}
+
+void run_jobs(int threads, int64_t n, void (*job)(void*, int64_t), void* context) {
+  run_loop(threads, n, job, context, true);
+}
+
+void set_idle_spin(std::chrono::microseconds spin) {
+  idle_spin_us.store(std::max<int64_t>(0, spin.count()), std::memory_order_relaxed);
+}
+
+}  // namespace ptq::runtime
