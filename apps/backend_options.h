@@ -64,7 +64,7 @@ struct CalibrationEngines {
 // `workers` 0 chooses: on the CPU one per kThreadsPerWorker threads, at most kMostWorkers (each
 // holds a batch's activations: ResNet-18 at batch 32 ~160 MiB), on Vulkan one (its executor
 // has the device to itself; more is a usage error). On the 16-thread GPU host 4 workers
-// calibrated ResNet-18 in 1.06-1.35 s against 1.43-1.60 s for one (docs/PERF.md).
+// calibrated ResNet-18 in 1.06-1.35 s against 1.43-1.60 s for one (docs/perf-history.md).
 inline constexpr int kThreadsPerWorker = 4;
 inline constexpr int kMostWorkers = 4;
 Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,

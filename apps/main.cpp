@@ -26,7 +26,7 @@ namespace {
 // step of a thread's heap was a system call (mprotect to grow, madvise to trim: 746 in the
 // small transformer's sweep, 21 after) holding the memory-map lock that the other threads'
 // page faults wait on (the sweep 5-6 % faster; calibration's peak memory the same;
-// docs/PERF.md, Sensitivity sweeps, session 17).
+// docs/perf-history.md, Sensitivity sweeps, session 17).
 void tune_malloc() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 1 << 20);

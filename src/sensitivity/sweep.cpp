@@ -685,7 +685,7 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
   result.layers = layer_results(plan, jobs, ev, o.mode);
   // The executors, merged graphs and variants are freed here, on one thread: freed on two new
   // threads at once (freeing memory that other threads allocated, and unmapping arenas in one
-  // address space) a 64-sample transformer sweep took 3-4 ms longer (docs/PERF.md, session 19).
+  // address space) a 64-sample transformer sweep took 3-4 ms longer (docs/perf-history.md, session 19).
   for (Group& g : groups) g = Group{};
   for (Job& job : jobs) job = Job{};
   return result;

@@ -1,7 +1,7 @@
 // Large zeroed buffers straight from the kernel, backed by transparent huge pages where the
 // system allows it. A fresh 4 KiB page costs a fault on first touch; a batch of activations is
 // hundreds of MiB, so with 4 KiB pages the faults alone took a tenth of a calibration run
-// (docs/PERF.md). Memory from here is zero already and returns to the system when unmapped.
+// (docs/perf-history.md). Memory from here is zero already and returns to the system when unmapped.
 #pragma once
 
 #include <cstddef>

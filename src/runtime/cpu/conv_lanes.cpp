@@ -42,12 +42,12 @@ constexpr int64_t kMinChannels = 64;  // the fewest input channels a 1x1 conv ta
 // Weight rows a tile prefetches ahead (2 KiB). A task's first tile reads its panel from
 // memory (ResNet-18's layer 4 at batch 1: 590 KB a panel, 9.4 MB a conv, read once a pass): the
 // hardware prefetcher stops at every 4 KiB page, the tile then waits on memory. 8, 16 and 32
-// measured alike; ResNet-18 at batch 1 8-10 % faster a pass (docs/PERF.md, session 19).
+// measured alike; ResNet-18 at batch 1 8-10 % faster a pass (docs/perf-history.md, session 19).
 constexpr int64_t kWeightAhead = 16;
 // Taps a tile prefetches its input rows ahead. A 1x1 conv reads each of its K input planes
 // (a plane apart) once a tile; after a depthwise conv on two threads half of those planes sit in
 // the other core's cache, and each tap waited on them. MobileNetV2 at batch 1 on two threads:
-// 259 -> 285 img/s (4 ahead 266, 8 278, 16 and 32 alike; docs/PERF.md, session 19).
+// 259 -> 285 img/s (4 ahead 266, 8 278, 16 and 32 alike; docs/perf-history.md, session 19).
 constexpr int64_t kInputAhead = 16;
 
 // Fraction of the multiply-adds that compute outputs: `used` of whole panels.

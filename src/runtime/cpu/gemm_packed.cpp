@@ -64,7 +64,7 @@ struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
 // column order, each touching every row, and with 24 to 256 rows far apart the hardware
 // prefetcher does not follow them all, so rows not in cache (batch 32: inputs of 25-77 MB) were
 // read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from memory: 16.6 ->
-// 6.5 ms (docs/PERF.md). Four panels on (up to 128 KiB of rows before their use, more than L1)
+// 6.5 ms (docs/perf-history.md). Four panels on (up to 128 KiB of rows before their use, more than L1)
 // measured the same at batch 32 and 3 % slower for MobileNetV2 at batch 1 on two threads,
 // where half of each row comes from the other core. Rows of a padded copy (a larger kernel's
 // taps) are in cache and read as they are.
