@@ -133,8 +133,9 @@ class Dataset {
   //    the count.
   //  - batch: a fixed batch dim (the batch axis's) sets the batch size; --batch must then
   //    agree, and a remainder that does not fill a batch is dropped (see dropped()).
-  //  - dtypes: the data's element type must be the input's, as ONNX Runtime requires (images
-  //    give float32 and feed any float input). With --cast (DatasetSpec::cast) any number or
+  //  - dtypes: the data's element type must be the input's, as ONNX Runtime requires, but for
+  //    floats that widen exactly (float16 or bfloat16 to float32, any float to float64) and
+  //    images (float32, feeding any float input). With --cast (DatasetSpec::cast) any number or
   //    bool feeds a float input and integers or bool feed an integer input (each value
   //    range-checked); float data never feeds an integer input. Images settle their geometry
   //    here (see ImageOptions).

@@ -103,6 +103,15 @@ Status check_shape(const ir::ValueInfo& input, const SampleReader& r, int64_t ax
                        ir::shape_str(r.sample_shape()), axis);
 }
 
+// A float type into a wider one (float16 or bfloat16 to float32, anything to float64): every
+// value survives, so no --cast is asked (examples/data/calib.npy is float16 to halve its size).
+bool widens_exactly(ir::DType from, ir::DType to) {
+  using ir::DType;
+  const bool half = from == DType::kFloat16 || from == DType::kBFloat16;
+  if (to == DType::kFloat32) return half;
+  return to == DType::kFloat64 && (half || from == DType::kFloat32);
+}
+
 // How to feed data of `from` to an input of `to`, for the dtype mismatch error.
 std::string cast_hint(ir::DType from, ir::DType to) {
   if (!can_convert(from, to)) return "";
@@ -275,7 +284,8 @@ Expected<Dataset::Impl::Binding> Dataset::Impl::bind_input(const ir::ValueInfo& 
   PTQ_RETURN_IF_ERROR(r->adapt(v, axis.record_rank));
   PTQ_RETURN_IF_ERROR(check_shape(v, *r, axis.axis));
   const ir::DType want = v.type.dtype == ir::DType::kUndefined ? r->dtype() : v.type.dtype;
-  const bool same = r->dtype() == want || (r->preprocessed() && ir::is_float(want));
+  const bool same = r->dtype() == want || (r->preprocessed() && ir::is_float(want)) ||
+                    widens_exactly(r->dtype(), want);
   if (!same && !(spec.cast && can_convert(r->dtype(), want))) {
     return invalid_input("input '{}' is {} but {} holds {} data{}", v.name, ir::dtype_name(want),
                          r->where(), ir::dtype_name(r->dtype()), cast_hint(r->dtype(), want));

@@ -192,6 +192,9 @@ TEST(BatchAxis, DtypeMismatchIsRefusedUnlessCast) {
   cast.cast = true;
   Dataset ds = bound(cast, g);
   EXPECT_EQ(ds.inputs()[0].stored_dtype, DType::kUInt8);
+  // float16 widens to float32 exactly: no --cast asked.
+  Dataset f2 = bound(spec_of({(fixtures() / "f2.npy").string()}), g);
+  EXPECT_EQ(f2.inputs()[0].stored_dtype, DType::kFloat16);
   // Float data never feeds an integer input, --cast or not.
   DatasetSpec f4 = spec_of({(fixtures() / "f4.npy").string()});
   f4.cast = true;

@@ -228,7 +228,6 @@ TEST(Dataset, FiniteOnlyNamesTheFirstNonFiniteValue) {
   write_bytes(dir / "h.npy", npy_bytes("<f2", {1, 3}, {reinterpret_cast<const char*>(halves), 6}));
   DatasetSpec hs = spec_of({(dir / "h.npy").string()});
   hs.finite_only = true;
-  hs.cast = true;
   auto h = Dataset::open(hs);
   ASSERT_TRUE(h.has_value());
   ASSERT_TRUE(h->bind(g).is_ok());

@@ -97,10 +97,8 @@ TEST(Pb, TypedFields) {
   l.add_int64_data(-7);
   write_bytes(dir / "l" / "a.pb", l.SerializeAsString());
 
-  auto read = [&](const char* sub, const ir::ValueInfo& in, bool cast = false) {
-    DatasetSpec spec = spec_of({(dir / sub).string()});
-    spec.cast = cast;
-    auto ds = Dataset::open(spec);
+  auto read = [&](const char* sub, const ir::ValueInfo& in) {
+    auto ds = Dataset::open(spec_of({(dir / sub).string()}));
     EXPECT_TRUE(ds.has_value()) << ds.status().message();
     EXPECT_TRUE(ds->bind(graph_of({in})).is_ok());
     auto b = ds->batch(0);
@@ -114,8 +112,8 @@ TEST(Pb, TypedFields) {
   const ir::Tensor ti = read("i8", batched("x", DType::kInt8, {3}));
   EXPECT_EQ(ti.data<int8_t>()[0], -128);
   EXPECT_EQ(ti.data<int8_t>()[2], 127);
-  // float16 data feeding a float32 input is converted with --cast.
-  const ir::Tensor th = read("h", batched("x", DType::kFloat32, {2}), true);
+  // float16 data feeding a float32 input is converted.
+  const ir::Tensor th = read("h", batched("x", DType::kFloat32, {2}));
   EXPECT_EQ(th.data<float>()[0], 0.5f);
   EXPECT_EQ(th.data<float>()[1], -3.0f);
   const ir::Tensor tl = read("l", batched("x", DType::kInt64, {2}));
