@@ -49,6 +49,28 @@ Expected<std::vector<double>> parse_doubles(const std::string& text, const char*
   return out;
 }
 
+// --batch-axis NAME=K|none into spec.batch_axes.
+Status parse_batch_axes(const std::vector<std::string>& args, data::DatasetSpec& spec) {
+  for (const std::string& arg : args) {
+    const size_t eq = arg.rfind('=');
+    if (eq == std::string::npos || eq == 0) {
+      return usage_error("--batch-axis '{}': expected NAME=K or NAME=none", arg);
+    }
+    const std::string name = arg.substr(0, eq), value = arg.substr(eq + 1);
+    int64_t axis = data::kNoBatchAxis;
+    if (value != "none") {
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), axis);
+      if (ec != std::errc() || end != value.data() + value.size() || axis < 0) {
+        return usage_error("--batch-axis '{}': K must be an axis (0, 1, ...) or none", arg);
+      }
+    }
+    if (!spec.batch_axes.emplace(name, axis).second) {
+      return usage_error("--batch-axis given twice for '{}'", name);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 void add_source_option(CLI::App& app, const std::string& flag, std::vector<std::string>& sources,
@@ -84,6 +106,13 @@ void add_data_options(CLI::App& app, DataOptions& o, const DataOptionsConfig& co
                  fmt::format("samples per batch (default {}; a fixed batch dim in the model "
                              "sets it)",
                              config.default_batch));
+  app.add_option("--batch-axis", o.batch_axis,
+                 "input NAME's batch axis is K (e.g. 1 for [seq, batch, hidden]); none: feed "
+                 "its data whole, unbatched (default: from the model and the data)")
+      ->type_name("NAME=K|none")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag("--cast", o.cast,
+               "convert data whose element type differs from the input's (refused otherwise)");
   app.add_option("--samples", o.samples, "use only the first N samples (after shuffling)");
   app.add_flag("--shuffle", o.shuffle, "shuffle the samples (seed 0 unless --seed)");
   o.seed_option = app.add_option("--seed", o.seed, "shuffle with this seed");
@@ -137,6 +166,8 @@ Expected<data::DatasetSpec> make_dataset_spec(const DataOptions& o,
   if (o.batch < 0) return usage_error("--batch must be positive");
   if (o.samples < 0) return usage_error("--samples must be positive");
   spec.batch = o.batch;
+  PTQ_RETURN_IF_ERROR(parse_batch_axes(o.batch_axis, spec));
+  spec.cast = o.cast;
   spec.default_batch = o.default_batch;
   spec.samples = o.samples;
   const bool seeded = o.seed_option != nullptr && o.seed_option->count() > 0;

@@ -1,5 +1,6 @@
 // The data-source options shared by `ptq run`, `calibrate`, `quantize`, `eval`, `compare` and
-// `sensitivity`: --data, --shape, image preprocessing, --batch, --samples, --shuffle/--seed.
+// `sensitivity`: --data, --shape, image preprocessing, --batch, --batch-axis, --cast,
+// --samples, --shuffle/--seed.
 // A subcommand calls add_data_options() when it registers, then make_dataset_spec() (or
 // open_dataset()) when it runs.
 #pragma once
@@ -27,6 +28,8 @@ struct DataOptions {
   double scale = 1.0;              // 1 or 255
   bool bgr = false;
   int64_t batch = 0;               // 0: not given
+  std::vector<std::string> batch_axis;  // --batch-axis NAME=K|none, repeatable
+  bool cast = false;                    // --cast
   int64_t default_batch = 1;       // set by add_data_options from its config
   int64_t samples = 0;
   bool shuffle = false;

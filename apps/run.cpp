@@ -1,9 +1,11 @@
 // `ptq run MODEL --data SRC [--backend cpu|vulkan] [--threads N] [--batch N] -o OUTDIR`: runs
-// the model over every sample and writes each output as OUTDIR/<output name>.npy, samples
-// stacked on the first axis. Output names that are not plain file names ('/', ':', …) have
-// those characters replaced by '_'.
+// the model over every sample and writes each output as OUTDIR/<output name>.npy, gathered
+// along the axis its batch maps to (data::output_batch_axis), or, for an output no axis of
+// which follows the batch, one file per batch, OUTDIR/<output name>/<k>.npy. Output names
+// that are not plain file names ('/', ':', …) have those characters replaced by '_'.
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -39,24 +41,81 @@ std::string file_name_for(const std::string& output) {
   return s.empty() || s == "." || s == ".." ? "_" + s : s;
 }
 
-// Appends one batch of outputs, creating the writers from the first batch's shapes.
-Status write_batch(const runtime::NamedTensors& outputs, int64_t batch, int64_t rows,
-                   const fs::path& dir, std::map<std::string, std::unique_ptr<data::NpyWriter>>& writers) {
+// One output's file(s): streamed rows on axis 0; held parts joined on another axis at the end
+// (outputs of sequence-first models); or one file per batch.
+struct OutputSink {
+  int64_t axis = data::kNoBatchAxis;
+  fs::path path;  // OUT/<name>.npy, or the folder OUT/<name> of per-batch files
+  std::unique_ptr<data::NpyWriter> rows;
+  std::vector<ir::Tensor> parts;
+};
+
+// Joins tensors along `axis` (their other dims agree: each was checked against the batch).
+ir::Tensor concat(const std::vector<ir::Tensor>& parts, int64_t axis) {
+  ir::Shape shape = parts.front().shape();
+  shape[static_cast<size_t>(axis)] = 0;
+  for (const ir::Tensor& p : parts) shape[static_cast<size_t>(axis)] += p.dim(axis);
+  ir::Tensor out(parts.front().dtype(), shape);
+  const int64_t outer = ir::num_elements(ir::Shape(shape.begin(), shape.begin() + axis));
+  if (outer == 0) return out;
+  std::byte* dst = out.data<std::byte>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const ir::Tensor& p : parts) {
+      const size_t block = p.nbytes() / static_cast<size_t>(outer);
+      std::memcpy(dst, static_cast<const std::byte*>(p.raw()) + static_cast<size_t>(o) * block,
+                  block);
+      dst += block;
+    }
+  }
+  return out;
+}
+
+Status open_sink(const ir::Graph& graph, const data::Dataset& ds, const std::string& name,
+                 const ir::Tensor& t, int64_t n, const fs::path& dir, OutputSink& sink) {
+  sink.axis = data::output_batch_axis(graph, ds.inputs(), name, t.shape(), n);
+  if (sink.axis == data::kNoBatchAxis) {
+    sink.path = dir / file_name_for(name);
+    std::error_code ec;
+    fs::create_directories(sink.path, ec);
+    if (ec) return runtime_error("cannot create {}: {}", sink.path.string(), ec.message());
+    return Status::ok();
+  }
+  sink.path = dir / (file_name_for(name) + ".npy");
+  if (sink.axis != 0) return Status::ok();
+  const ir::Shape row(t.shape().begin() + 1, t.shape().end());
+  PTQ_ASSIGN_OR_RETURN(sink.rows, data::NpyWriter::create(sink.path, t.dtype(), row, ds.size()));
+  return Status::ok();
+}
+
+// Writes batch b's outputs (n samples), opening each output's sink at the first batch.
+Status write_batch(const ir::Graph& graph, const data::Dataset& ds,
+                   const runtime::NamedTensors& outputs, int64_t b, int64_t n, const fs::path& dir,
+                   std::map<std::string, OutputSink>& sinks) {
   for (const auto& [name, t] : outputs) {
-    if (t.rank() == 0 || t.dim(0) != batch) {
-      return invalid_input("output '{}' has shape {}: its first dim is not the batch ({})", name,
-                           ir::shape_str(t.shape()), batch);
+    auto [it, fresh] = sinks.try_emplace(name);
+    OutputSink& sink = it->second;
+    if (fresh) PTQ_RETURN_IF_ERROR(open_sink(graph, ds, name, t, n, dir, sink));
+    if (sink.axis == data::kNoBatchAxis) {
+      PTQ_RETURN_IF_ERROR(data::save_npy(sink.path / fmt::format("{}.npy", b), t));
+      continue;
     }
-    auto it = writers.find(name);
-    if (it == writers.end()) {
-      const ir::Shape row(t.shape().begin() + 1, t.shape().end());
-      PTQ_ASSIGN_OR_RETURN(auto w, data::NpyWriter::create(dir / (file_name_for(name) + ".npy"),
-                                                           t.dtype(), row, rows));
-      it = writers.emplace(name, std::move(w)).first;
+    if (sink.axis >= t.rank() || t.dim(sink.axis) != n) {
+      return invalid_input("output '{}' has shape {}: its dim {} is not the batch ({})", name,
+                           ir::shape_str(t.shape()), sink.axis, n);
     }
-    PTQ_RETURN_IF_ERROR(it->second->append(t));
+    if (sink.rows) {
+      PTQ_RETURN_IF_ERROR(sink.rows->append(t));
+    } else {
+      sink.parts.push_back(t);
+    }
   }
   return Status::ok();
+}
+
+Status commit(OutputSink& sink) {
+  if (sink.rows) return sink.rows->commit();
+  if (sink.parts.empty()) return Status::ok();
+  return data::save_npy(sink.path, concat(sink.parts, sink.axis));
 }
 
 Status run_command(RunOptions& o, const GlobalOptions& global) {
@@ -70,18 +129,18 @@ Status run_command(RunOptions& o, const GlobalOptions& global) {
   if (ec) return runtime_error("cannot create output folder {}: {}", o.out_dir, ec.message());
   ProgressLine progress("run", "samples", dataset.size(), global.quiet);
   int64_t done = 0;
-  std::map<std::string, std::unique_ptr<data::NpyWriter>> writers;
+  std::map<std::string, OutputSink> sinks;
   const int64_t batches = dataset.num_batches();
   for (int64_t b = 0; b < batches; ++b) {
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors inputs, dataset.batch(b));
-    const int64_t n = inputs.empty() ? 0 : inputs[0].second.dim(0);
+    const int64_t n = dataset.batch_samples(b);
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors outputs, engine.executor->run(inputs));
-    PTQ_RETURN_IF_ERROR(write_batch(outputs, n, dataset.size(), o.out_dir, writers));
+    PTQ_RETURN_IF_ERROR(write_batch(model.graph, dataset, outputs, b, n, o.out_dir, sinks));
     done += n;
     progress.update(done);
   }
   progress.finish();
-  for (auto& [name, w] : writers) PTQ_RETURN_IF_ERROR(w->commit());
+  for (auto& [name, sink] : sinks) PTQ_RETURN_IF_ERROR(commit(sink));
   return Status::ok();
 }
 

@@ -67,6 +67,11 @@ struct DatasetSpec {
   int64_t batch = 0;          // 0: not asked for: the model's fixed batch dim, else default_batch
   int64_t default_batch = 1;
   int64_t samples = 0;  // 0: all; N: the first N (after shuffling)
+  // --batch-axis NAME=K: input NAME's batch axis is K (kNoBatchAxis: fed whole, unbatched);
+  // inputs not named here take theirs from the model and the data (see Dataset::bind).
+  std::map<std::string, int64_t> batch_axes;
+  // --cast: data of another element type than the input's is converted (see Dataset::bind).
+  bool cast = false;
   bool shuffle = false;
   uint64_t seed = 0;
   // A NaN or ±Inf in float data is an error naming the input, the sample and the source (the
@@ -75,14 +80,28 @@ struct DatasetSpec {
   bool finite_only = false;
 };
 
+// An input without a batch axis: each batch gets one whole value.
+inline constexpr int64_t kNoBatchAxis = -1;
+
 // One input of the dataset as batches deliver it.
 struct InputInfo {
   std::string name;          // model input name ("" before bind() for an unnamed source)
   ir::DType dtype;           // element type of the batches (the model's once bound)
   ir::DType stored_dtype;    // element type in the files
-  ir::Shape sample_shape;    // one sample, without the batch axis
+  ir::Shape sample_shape;    // one record: a sample without the batch axis, or a whole value
   std::string source;        // file or folder, for messages
+  int64_t batch_axis = 0;    // where batches stack samples, or kNoBatchAxis
 };
+
+// The axis of a graph output that carries the batch of the bound inputs, given its shape `got`
+// in a batch of n samples: the first dim named by the same symbol as a batched input's batch
+// dim; else the first batched input's batch axis when `got` has n there; kNoBatchAxis when no
+// input is batched or no axis follows the batch.
+int64_t output_batch_axis(const ir::Graph& graph, const std::vector<InputInfo>& inputs,
+                          const std::string& output, const ir::Shape& got, int64_t n);
+
+// The shape of a batch of `count` samples of `input` (sample_shape itself when unbatched).
+ir::Shape batch_shape(const InputInfo& input, int64_t count);
 
 class Dataset {
  public:
@@ -100,14 +119,26 @@ class Dataset {
   //    feeds a single-input model whatever its name); backend folders feed by TensorProto name
   //    when every name is a model input, else input_k.pb feeds the k-th input; any other
   //    source feeds the model's only input. Unknown, missing and doubly fed inputs are errors.
-  //  - samples: for an input of rank R, a stored array (a .npy, an npz member, a .pb file, a
-  //    .bin record, a folder's file) of rank R holds dim-0 samples; of rank R - 1 it is one
-  //    sample. Before bind(), .npy/.npz/.bin arrays are stacked, folder files one sample each.
-  //  - batch: a fixed batch dim (dim 0) sets the batch size; --batch must then agree, and a
-  //    remainder that does not fill a batch is dropped (see dropped()).
-  //  - dtypes: any number or bool feeds a float input; integers or bool feed an integer input
-  //    (each value range-checked); float data never feeds an integer input. Images give
-  //    float32 and settle their geometry here (see ImageOptions).
+  //  - batch axis: each input has its own. --batch-axis NAME=K sets it (K < the input's rank;
+  //    "none": no batch axis). Otherwise, for an input of rank R and stored arrays (a .npy, an
+  //    npz member, a .pb file, a .bin record, a folder's file) of rank D: R = 0 has none;
+  //    D = R - 1 is one sample batched on axis 0; D = R holds dim-0 samples batched on axis 0,
+  //    except a whole value, fed unbatched: an ONNX test_data_set_* input (one record run
+  //    exactly as stored) or a rank-1 array of exactly the shape the model fixes (a `scales`,
+  //    `pads` or shape input); D = R + 1 holds dim-0 whole values. Batches stack samples on
+  //    the batch axis. Before bind(), .npy/.npz/.bin arrays are stacked, folder files one
+  //    sample each.
+  //  - records: an unbatched input given one value feeds it to every batch; given several,
+  //    one per record, each batch is one record. Inputs with several records must agree on
+  //    the count.
+  //  - batch: a fixed batch dim (the batch axis's) sets the batch size; --batch must then
+  //    agree, and a remainder that does not fill a batch is dropped (see dropped()).
+  //  - dtypes: the data's element type must be the input's, as ONNX Runtime requires, but for
+  //    floats that widen exactly (float16 or bfloat16 to float32, any float to float64) and
+  //    images (float32, feeding any float input). With --cast (DatasetSpec::cast) any number or
+  //    bool feeds a float input and integers or bool feed an integer input (each value
+  //    range-checked); float data never feeds an integer input. Images settle their geometry
+  //    here (see ImageOptions).
   // A failed bind() leaves the dataset unusable until a bind() succeeds.
   Status bind(const ir::Graph& graph);
 
@@ -119,6 +150,8 @@ class Dataset {
   int64_t dropped() const;
   int64_t batch_size() const;
   int64_t num_batches() const;
+  // Samples in batch b (the last may be short).
+  int64_t batch_samples(int64_t b) const;
   const std::vector<InputInfo>& inputs() const;
   // Source index of each delivered sample, in delivery order (e.g. to reorder labels).
   const std::vector<int64_t>& order() const;

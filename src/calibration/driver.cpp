@@ -182,7 +182,7 @@ class PassState {
 Status run_batch(PassContext& c, PassState& state, Phase phase, size_t worker, int64_t b,
                  Expected<data::NamedTensors> batch) {
   if (!batch) return std::move(batch).take_status();
-  const int64_t n = batch->empty() ? 0 : batch->front().second.dim(0);
+  const int64_t n = c.dataset.batch_samples(b);
   if (phase == Phase::kRanges && c.shapes != nullptr) {
     std::lock_guard<std::mutex> lock(c.shared.mutex);
     c.shapes->add(*batch);

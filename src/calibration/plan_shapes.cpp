@@ -148,9 +148,7 @@ onnx::InputShapes fed_shapes(const data::Dataset& dataset) {
   onnx::InputShapes out;
   const int64_t batch = std::min(dataset.batch_size(), dataset.size());
   for (const data::InputInfo& in : dataset.inputs()) {
-    std::vector<int64_t> shape = {batch};
-    shape.insert(shape.end(), in.sample_shape.begin(), in.sample_shape.end());
-    out.emplace_back(in.name, std::move(shape));
+    out.emplace_back(in.name, data::batch_shape(in, batch));
   }
   return out;
 }

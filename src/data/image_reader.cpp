@@ -26,7 +26,10 @@ class ImageReader final : public SampleReader {
     return plan_.layout == Layout::kNCHW ? ir::Shape{c, h, w} : ir::Shape{h, w, c};
   }
 
-  Status adapt(const ir::ValueInfo& input) override {
+  ir::Shape item_shape() const override { return sample_shape(); }
+  bool preprocessed() const override { return true; }
+
+  Status adapt(const ir::ValueInfo& input, int64_t /*record_rank*/) override {
     if (!input.type.dims) return {};
     const auto& dims = *input.type.dims;
     if (dims.size() != 4) {

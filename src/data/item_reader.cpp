@@ -27,19 +27,18 @@ int64_t ItemsReader::sample_bytes() const {
   return ir::num_elements(sample_shape()) * static_cast<int64_t>(ir::dtype_size(dtype_));
 }
 
-Status ItemsReader::adapt(const ir::ValueInfo& input) {
-  if (!input.type.dims) return {};
-  const auto rank = static_cast<int64_t>(input.type.dims->size());
+Status ItemsReader::adapt(const ir::ValueInfo& input, int64_t record_rank) {
+  if (record_rank < 0) return {};
   const auto item_rank = static_cast<int64_t>(item_shape_.size());
-  if (rank == item_rank && item_rank > 0) {
+  if (record_rank == item_rank - 1) {
     stacked_ = true;
-  } else if (rank == item_rank + 1) {
+  } else if (record_rank == item_rank) {
     stacked_ = false;
   } else {
     return invalid_input(
-        "input '{}' is {} (rank {}) but {} holds arrays of shape {}: samples must have rank {}",
-        input.name, ir::dims_str(input.type.dims), rank, where_, ir::shape_str(item_shape_),
-        rank - 1);
+        "input '{}' is {} but {} holds arrays of shape {}: records must have rank {}",
+        input.name, ir::dims_str(input.type.dims), where_, ir::shape_str(item_shape_),
+        record_rank);
   }
   return {};
 }

@@ -25,10 +25,15 @@ class SampleReader {
   virtual const std::string& where() const = 0;
   virtual ir::DType dtype() const = 0;
   virtual ir::Shape sample_shape() const = 0;
+  // Shape of one stored item (an array, a file's tensor, a decoded image) before adapt().
+  virtual ir::Shape item_shape() const = 0;
+  // True for data ptqkit makes itself (images): it feeds any float input without --cast.
+  virtual bool preprocessed() const { return false; }
   virtual int64_t count() const = 0;
-  // Settles how stored items map to samples for the model input `input` (its declared rank
-  // decides whether an item's first axis is the batch axis; images take their geometry).
-  virtual Status adapt(const ir::ValueInfo& input) = 0;
+  // Settles how stored items map to records for the model input `input`: a record has rank
+  // `record_rank` (-1: unknown, keep the default), so an item is one record or, one rank
+  // higher, records stacked on its first axis. Images take their geometry here.
+  virtual Status adapt(const ir::ValueInfo& input, int64_t record_rank) = 0;
   // Reads sample i (0 <= i < count()) into dst: num_elements(sample_shape()) elements of
   // dtype(), native byte order. Thread-safe.
   virtual Status read(int64_t i, void* dst) const = 0;
@@ -41,8 +46,9 @@ class ItemsReader : public SampleReader {
   const std::string& where() const override { return where_; }
   ir::DType dtype() const override { return dtype_; }
   ir::Shape sample_shape() const override;
+  ir::Shape item_shape() const override { return item_shape_; }
   int64_t count() const override;
-  Status adapt(const ir::ValueInfo& input) override;
+  Status adapt(const ir::ValueInfo& input, int64_t record_rank) override;
   Status read(int64_t i, void* dst) const override;
 
  protected:

@@ -22,7 +22,7 @@ TEST(DataOptions, EveryOptionReachesTheSpec) {
                      "2,4", "--resize", "256", "--crop", "224,224", "--mean",
                      "0.485,0.456,0.406", "--std", "0.229,0.224,0.225", "--scale", "255",
                      "--layout", "nhwc", "--bgr", "--batch", "7", "--samples", "50", "--seed",
-                     "42"},
+                     "42", "--batch-axis", "a=1", "--batch-axis", "min=none", "--cast"},
                     o);
   ASSERT_TRUE(spec.has_value()) << spec.status().message();
   ASSERT_EQ(spec->sources.size(), 2u);
@@ -42,6 +42,8 @@ TEST(DataOptions, EveryOptionReachesTheSpec) {
   EXPECT_EQ(spec->samples, 50);
   EXPECT_TRUE(spec->shuffle);
   EXPECT_EQ(spec->seed, 42u);
+  EXPECT_EQ(spec->batch_axes, (std::map<std::string, int64_t>{{"a", 1}, {"min", -1}}));
+  EXPECT_TRUE(spec->cast);
 }
 
 TEST(DataOptions, DefaultsAndUsageErrors) {
@@ -52,12 +54,17 @@ TEST(DataOptions, DefaultsAndUsageErrors) {
   EXPECT_EQ(spec->default_batch, 1);
   EXPECT_FALSE(spec->shuffle);
   EXPECT_FALSE(spec->image.layout.has_value());
+  EXPECT_TRUE(spec->batch_axes.empty());
+  EXPECT_FALSE(spec->cast);
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--data", "x", "--resize", "1,2,3"},
         std::vector<std::string>{"--data", "x", "--crop", "224"},
         std::vector<std::string>{"--data", "x", "--mean", "0.5,abc"},
         std::vector<std::string>{"--data", "x", "--shape", "1,-3"},
-        std::vector<std::string>{"--data", "x", "--scale", "0"}}) {
+        std::vector<std::string>{"--data", "x", "--scale", "0"},
+        std::vector<std::string>{"--data", "x", "--batch-axis", "a"},
+        std::vector<std::string>{"--data", "x", "--batch-axis", "a=-1"},
+        std::vector<std::string>{"--data", "x", "--batch-axis", "a=one"}}) {
     DataOptions fresh;
     auto s = parse(bad, fresh);
     ASSERT_FALSE(s.has_value()) << bad[2];
