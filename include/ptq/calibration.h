@@ -98,7 +98,7 @@ Expected<calib::CalibrationTable> calibrate(const ir::Model& model,
 // fed.
 calib::ModelIdentity model_identity(const ir::Model& model);
 
-// This build's version ("0.1.0").
+// This build's version (PTQ_VERSION_STRING, ptq/version.h).
 std::string_view ptqkit_version();
 
 // "2024-05-01T12:00:00Z" for a Unix time in seconds.
