@@ -1,6 +1,7 @@
 # ptqkit: `make demo` and `make test` work on a fresh Debian 12 machine (they install what they need).
 #   make test               Release build in build/, every test
 #   make test SANITIZE=1    the same suite built with AddressSanitizer + UBSan in build-asan/ (CI)
+#   make package            a .deb of the Release build (build/ptqkit_VERSION_ARCH.deb)
 # Each target installs only its own dependency sets (scripts/deps/: build, runtime, demo, test).
 SANITIZE   ?= 0
 ifeq ($(SANITIZE),1)
@@ -27,7 +28,7 @@ CMAKE_ARGS ?=
 # Ninja when installed (install-deps.sh installs it): it schedules the 2-core CI build better.
 GENERATOR  ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: deps build demo test test-asan fuzz-smoke bench testdata clean
+.PHONY: deps build demo test test-asan fuzz-smoke bench testdata package clean
 
 # Every set (a development machine).
 deps:
@@ -52,6 +53,12 @@ demo: build
 test: build testdata
 	@bash scripts/install-deps.sh runtime test
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800
+
+# The .deb: bin/ptq, its man page, the library, headers, CMake and pkg-config files; it depends
+# on the runtime set and the shared libraries ptq links. The binary is tuned for this machine
+# unless configured with CMAKE_ARGS=-DPTQ_MARCH=x86-64-v2 (or another target).
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 # The whole test suite under AddressSanitizer + UBSan (what CI runs).
 test-asan:
