@@ -8,14 +8,11 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(PTQ_LIBRARY_MODULES ptq_ir ptq_onnx ptq_data ptq_runtime ptq_runtime_cpu ptq_runtime_vulkan
-    ptq_calibrators ptq_calib_cache ptq_planner ptq_sensitivity ptq_report ptq_calibration)
+get_property(PTQ_LIBRARY_MODULES GLOBAL PROPERTY PTQ_MODULES)  # every ptq_module() target
 add_library(ptqkit STATIC)
 add_library(ptqkit::ptqkit ALIAS ptqkit)
 foreach(module ${PTQ_LIBRARY_MODULES})
-  if(TARGET ${module})
-    target_sources(ptqkit PRIVATE $<TARGET_OBJECTS:${module}>)
-  endif()
+  target_sources(ptqkit PRIVATE $<TARGET_OBJECTS:${module}>)
 endforeach()
 set_target_properties(ptqkit PROPERTIES LINKER_LANGUAGE CXX)
 target_include_directories(ptqkit PUBLIC
