@@ -35,7 +35,7 @@ grep -q "ptq $version" "$prefix/share/man/man1/ptq.1" || fail "the man page name
 grep -q "calibrate" "$prefix/share/man/man1/ptq.1" || fail "the man page lists no subcommands"
 
 echo "== find_package(ptqkit)"
-cmake -S "$here/consumer" -B "$work/cmake" -G "$generator" -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$here/consumer" -B "$work/cmake" -G "$generator" \
   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" \
   -DPTQKIT_EXPECTED_VERSION="$version" >/dev/null
 cmake --build "$work/cmake" >/dev/null
@@ -49,6 +49,6 @@ cflags="$(pkg-config --cflags ptqkit)"
 (cd "$prefix/include" && find ptq -name '*.h' | sed 's/.*/#include <&>/') |
   "$cxx" -std=c++20 -fsyntax-only $cflags -x c++ - || fail "the public headers do not compile alone"
 # shellcheck disable=SC2086
-"$cxx" -std=c++20 -O1 "$here/consumer/consumer.cpp" -o "$work/pc-consumer" \
+"$cxx" -std=c++20 "$here/consumer/consumer.cpp" -o "$work/pc-consumer" \
   $(pkg-config --static --cflags --libs ptqkit)
 "$work/pc-consumer" "$model" "$work/pc.int8.onnx"
