@@ -55,7 +55,7 @@ if(PTQ_MAN AND TARGET ptq)
   endif()
   set(PTQ_MAN_PAGE ${CMAKE_BINARY_DIR}/ptq.1)
   add_custom_command(OUTPUT ${PTQ_MAN_PAGE}
-    COMMAND ${PTQ_HELP2MAN} --no-info --no-discard-stderr
+    COMMAND ${PTQ_HELP2MAN} --no-info
             --name "post-training quantization for ONNX models" --output ${PTQ_MAN_PAGE}
             $<TARGET_FILE:ptq>
     DEPENDS ptq
