@@ -1,6 +1,8 @@
 # ptqkit: `make demo` and `make test` work on a fresh Debian 12 machine (they install what they need).
 #   make test               Release build in build/, every test
 #   make test SANITIZE=1    the same suite built with AddressSanitizer + UBSan in build-asan/ (CI)
+#   make package            a .deb of the Release build (build/ptqkit_VERSION_ARCH.deb)
+# Each target installs only its own dependency sets (scripts/deps/: build, runtime, demo, test).
 SANITIZE   ?= 0
 ifeq ($(SANITIZE),1)
 BUILD      ?= build-asan
@@ -26,32 +28,45 @@ CMAKE_ARGS ?=
 # Ninja when installed (install-deps.sh installs it): it schedules the 2-core CI build better.
 GENERATOR  ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: deps build demo test test-asan fuzz-smoke bench bench-zoo accuracy-zoo zoo testdata clean
+.PHONY: deps build demo test test-asan fuzz-smoke bench bench-zoo accuracy-zoo zoo testdata package clean
 
+# Every set (a development machine).
 deps:
 	@bash scripts/install-deps.sh
 
 $(BUILD)/CMakeCache.txt:
+	@bash scripts/install-deps.sh build
 	cmake -S . -B $(BUILD) -G "$(GENERATOR)" $(TYPE_ARGS) -DPTQ_TEST_DATA_DIR=$(TESTDATA) $(CMAKE_ARGS)
 
-build: deps $(BUILD)/CMakeCache.txt
+build: $(BUILD)/CMakeCache.txt
+	@bash scripts/install-deps.sh build
 	cmake --build $(BUILD) -j $(JOBS)
 
-testdata: deps
+testdata:
+	@bash scripts/install-deps.sh test
 	@bash scripts/make-testdata.sh $(TESTDATA)
 
 demo: build
+	@bash scripts/install-deps.sh runtime demo
 	@bash scripts/demo.sh $(BUILD)
 
 test: build testdata
+	@bash scripts/install-deps.sh runtime test
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800
+
+# The .deb: bin/ptq, its man page, the library, headers, CMake and pkg-config files; it depends
+# on the runtime set and the shared libraries ptq links. The binary is tuned for this machine
+# unless configured with CMAKE_ARGS=-DPTQ_MARCH=x86-64-v2 (or another target).
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 # The whole test suite under AddressSanitizer + UBSan (what CI runs).
 test-asan:
 	$(MAKE) test SANITIZE=1
 
 # A short libFuzzer run of the model reader from its seed corpus.
-fuzz-smoke: deps
+fuzz-smoke:
+	@bash scripts/install-deps.sh build test
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G "$(GENERATOR)" -DPTQ_FUZZ=ON -DPTQ_TESTS=OFF \
 	  -DPTQ_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets

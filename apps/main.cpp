@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "env_options.h"
+#include "ptq/version.h"
 
 namespace {
 
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
   set_process_options_from_env();
   CLI::App app{"ptq: post-training quantization for ONNX models", "ptq"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ptq 0.1.0");
+  app.set_version_flag("--version", "ptq " PTQ_VERSION_STRING);
   GlobalOptions global;
   std::map<CLI::App*, Runner> runners;
   auto add = [&](Runner (*reg)(CLI::App&, GlobalOptions&), const char* name, const char* help) {

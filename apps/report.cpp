@@ -15,6 +15,7 @@
 #include "command.h"
 #include "ptq/onnx.h"
 #include "ptq/util/atomic_file.h"
+#include "ptq/version.h"
 
 namespace ptq::apps {
 
@@ -119,7 +120,7 @@ Status run_report(const ReportCliOptions& o) {
     options.graph_note = o.no_graph ? "Drawing left out (--no-graph)."
                                     : "No drawing: Graphviz 'dot' is not installed.";
   }
-  options.generated_by = "ptq 0.1.0 (ptq report)";
+  options.generated_by = "ptq " PTQ_VERSION_STRING " (ptq report)";
   const std::string html =
       report::html_report(models, sensitivity ? &*sensitivity : nullptr, options);
   return util::write_file_atomic(o.out, html);

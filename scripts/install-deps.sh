@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Installs ptqkit's build and test dependencies from Debian (and onnxruntime-node from npm for
-# the cross-checks). Idempotent: a no-op when everything is present.
+# Installs ptqkit's dependencies from Debian, by set: scripts/deps/SET.txt lists each set's
+# packages (build, runtime, demo, test). The test set also installs onnxruntime-node from npm
+# for the cross-checks. Idempotent: a no-op when everything is present.
+# Usage: scripts/install-deps.sh [SET...]   (no SET: every set)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(
-  build-essential cmake ninja-build pkg-config git
-  libprotobuf-dev protobuf-compiler libonnx-dev python3-onnx python3-numpy
-  libeigen3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libstb-dev zlib1g-dev
-  libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
-  python3-torch python3-torchvision python3-pil libopenblas0-openmp dataset-fashion-mnist
-  clang libclang-rt-14-dev libomp-dev graphviz nodejs
-  chromium
-)
+sets=("$@")
+[ ${#sets[@]} -gt 0 ] || sets=(build runtime demo test)
+
+packages=()
+for set in "${sets[@]}"; do
+  list="scripts/deps/$set.txt"
+  [ -f "$list" ] || { echo "install-deps: error: no set '$set' ($list)" >&2; exit 2; }
+  while read -r p; do
+    packages+=("$p")
+  done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$list")
+done
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,6 +34,7 @@ fi
 
 # ONNX Runtime (CPU) for the cross-check tests and benchmarks. Its post-install step would
 # try a download that this network refuses; the npm package already ships the CPU library.
+[[ " ${sets[*]} " == *" test "* ]] || exit 0
 ort_dir=third_party/ort
 if [ ! -f "$ort_dir/node_modules/onnxruntime-node/package.json" ]; then
   echo "install-deps: installing onnxruntime-node into $ort_dir"

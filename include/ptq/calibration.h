@@ -172,7 +172,7 @@ onnx::InputShapes fed_shapes(const data::Dataset& dataset);
 Status resolve_plan_shapes(const ir::Model& model, const std::vector<ShapeSource>& sources,
                            runtime::Backend& backend, int threads, planner::PlanOptions& plan);
 
-// This build's version ("0.1.0").
+// This build's version (PTQ_VERSION_STRING, ptq/version.h).
 std::string_view ptqkit_version();
 
 // "2024-05-01T12:00:00Z" for a Unix time in seconds.

@@ -48,10 +48,27 @@ struct ImageOptions {
   std::optional<Layout> layout;
 };
 
-// One --data argument.
+// Samples a program supplies itself (arrays in memory, a generator, its own file format): one
+// model input's samples, read one at a time. A Dataset binds, converts, shuffles and batches
+// them as it does a file's, so calibration and evaluation need no files.
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  virtual std::string name() const = 0;  // names the source in messages
+  virtual ir::DType dtype() const = 0;
+  virtual ir::Shape sample_shape() const = 0;  // one sample, without the batch axis
+  virtual int64_t count() const = 0;
+  // Writes sample i (0 <= i < count()) to dst: num_elements(sample_shape()) elements of
+  // dtype(), native byte order. Called from several threads at once.
+  virtual Status read(int64_t i, void* dst) const = 0;
+};
+
+// One --data argument, or a program's own samples.
 struct SourceSpec {
   std::string input;  // model input name; "" = named by the source, or the model's only input
   std::filesystem::path path;
+  // Read instead of `path` when set (borrowed: it must outlive the Dataset).
+  const SampleSource* samples = nullptr;
 };
 
 // Splits "NAME=SRC". An argument that names an existing path is never split (paths may

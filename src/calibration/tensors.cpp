@@ -6,6 +6,7 @@
 
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
+#include "ptq/version.h"
 
 namespace ptq::calibration {
 

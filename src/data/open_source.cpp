@@ -201,6 +201,12 @@ Expected<Source> open_source(const SourceSpec& spec, const DatasetSpec& dataset)
   Source src;
   src.input = spec.input;
   src.path = spec.path.string();
+  if (spec.samples) {
+    src.path = spec.samples->name();
+    PTQ_ASSIGN_OR_RETURN(auto reader, make_program_reader(*spec.samples));
+    src.entries.push_back({"", std::move(reader)});
+    return src;
+  }
   std::error_code ec;
   const auto st = fs::status(spec.path, ec);
   if (ec || !fs::exists(st)) return invalid_input("'{}': no such file or folder", src.path);

@@ -89,6 +89,10 @@ Expected<std::unique_ptr<SampleReader>> make_pb_files_reader(
 Expected<std::unique_ptr<SampleReader>> make_image_reader(
     std::string where, std::vector<std::filesystem::path> files, const ImageOptions& options);
 
+// A program's SampleSource as a reader (`source` borrowed). Invalid input when its dtype or
+// shape cannot hold samples or its count is negative.
+Expected<std::unique_ptr<SampleReader>> make_program_reader(const SampleSource& source);
+
 // The readers one --data argument opened.
 struct Source {
   enum class Kind {

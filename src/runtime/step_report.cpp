@@ -1,4 +1,4 @@
-#include "ptq/runtime/step_report.h"
+#include "step_report.h"
 
 #include <fmt/format.h>
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cut.h"
 #include "initializers.h"
 #include "rewire.h"
 #include "ptq/sensitivity.h"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cost.h"
+#include "cut.h"
 #include "fold.h"
 #include "merge.h"
 #include "rewire.h"

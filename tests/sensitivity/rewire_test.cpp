@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cut.h"
 #include "fold.h"
 #include "ptq/planner.h"
 #include "ptq/runtime.h"

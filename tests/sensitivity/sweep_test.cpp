@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "cut.h"
 #include "ptq/calibration.h"
 #include "ptq/data.h"
 #include "ptq/sensitivity.h"

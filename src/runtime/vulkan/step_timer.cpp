@@ -4,7 +4,7 @@
 
 #include <numeric>
 
-#include "ptq/runtime/step_report.h"
+#include "../step_report.h"  // src/runtime
 
 namespace ptq::vulkan {
 

@@ -3,7 +3,7 @@
 // first runs); Context::timing() tells whether it is on.
 #pragma once
 
-#include "ptq/runtime/step_report.h"
+#include "../step_report.h"  // src/runtime
 
 namespace ptq::vulkan {
 

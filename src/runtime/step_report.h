@@ -1,5 +1,6 @@
-// The per-step time report that PTQ_CPU_TIMING (the CPU executor) and PTQ_VULKAN_TIMING (the
-// Vulkan backend's timestamp queries) print to stderr, and the clock reading both share.
+// Internal to ptq_runtime and its backends: the per-step time report that PTQ_CPU_TIMING (the
+// CPU executor) and PTQ_VULKAN_TIMING (the Vulkan backend's timestamp queries) print to stderr,
+// and the clock reading both share.
 #pragma once
 
 #include <chrono>
