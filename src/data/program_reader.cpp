@@ -16,9 +16,10 @@ class ProgramReader : public SampleReader {
   const std::string& where() const override { return where_; }
   ir::DType dtype() const override { return source_.dtype(); }
   ir::Shape sample_shape() const override { return shape_; }
+  ir::Shape item_shape() const override { return shape_; }
   int64_t count() const override { return source_.count(); }
-  // A program's sample is one sample: bind() checks its rank against the input's.
-  Status adapt(const ir::ValueInfo&) override { return {}; }
+  // A program's sample is one record: bind() checks its rank against the input's.
+  Status adapt(const ir::ValueInfo&, int64_t) override { return {}; }
   Status read(int64_t i, void* dst) const override { return source_.read(i, dst); }
 
  private:
