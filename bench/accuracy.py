@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perf_md  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- accuracy-table:begin -->", "<!-- accuracy-table:end -->"
 
@@ -66,17 +69,6 @@ def markdown(rows, names, default, commit):
     return "\n".join(lines) + "\n"
 
 
-def splice(path, table):
-    with open(path) as f:
-        text = f.read()
-    if BEGIN not in text or END not in text:
-        raise RuntimeError(f"{path} has no {BEGIN} ... {END} markers")
-    head, rest = text.split(BEGIN, 1)
-    with open(path + ".tmp", "w") as f:
-        f.write(head + BEGIN + "\n" + table + END + rest.split(END, 1)[1])
-    os.replace(path + ".tmp", path)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("build")
@@ -104,7 +96,7 @@ def main():
     table = markdown(rows, names, default, commit)
     print(table)
     if args.perf_md:
-        splice(args.perf_md, table)
+        perf_md.splice(args.perf_md, BEGIN, END, table)
     return 0 if len(rows) == len(models) and not any(math.isnan(r[default]) for r in rows) else 1
 
 

@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perf_md  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
@@ -133,18 +136,6 @@ def markdown(rows, args, commit):
     return "\n".join(lines) + "\n"
 
 
-def splice(path, table):
-    with open(path) as f:
-        text = f.read()
-    if BEGIN not in text or END not in text:
-        raise RuntimeError(f"{path} has no {BEGIN} ... {END} markers")
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    with open(path + ".tmp", "w") as f:
-        f.write(head + BEGIN + "\n" + table + END + tail)
-    os.replace(path + ".tmp", path)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("build")
@@ -175,7 +166,7 @@ def main():
         with open(args.markdown, "w") as f:
             f.write(table)
     if args.perf_md:
-        splice(args.perf_md, table)
+        perf_md.splice(args.perf_md, BEGIN, END, table)
     return 0 if len(rows) == len(models) else 1
 
 
