@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 
 #include "calib_test_util.h"
 #include "ptq/calibration.h"
@@ -21,15 +23,17 @@ namespace {
 using testing::slurp;
 using testing::TempDir;
 
+// The executor borrows the model, so a run lives at one address (the heap) from its start.
 struct Calibration {
   ir::Model model;
   std::unique_ptr<runtime::Backend> backend;
   std::unique_ptr<runtime::Executor> executor;
-  data::Dataset data;
+  std::optional<data::Dataset> data;
 };
 
-Calibration make_run(const TempDir& dir) {
-  ir::Model model = testing::save_and_load(testing::residual_model(), dir / "model.onnx");
+std::unique_ptr<Calibration> make_run(const TempDir& dir) {
+  auto run = std::make_unique<Calibration>();
+  run->model = testing::save_and_load(testing::residual_model(), dir / "model.onnx");
   const std::string npy = dir / "x.npy";
   EXPECT_TRUE(data::save_npy(npy, testing::residual_samples(64, 3)).is_ok());
   data::DatasetSpec spec;
@@ -37,11 +41,13 @@ Calibration make_run(const TempDir& dir) {
   spec.batch = 8;
   auto ds = data::Dataset::open(spec);
   EXPECT_TRUE(ds.has_value()) << ds.status().message();
-  EXPECT_TRUE(ds->bind(model.graph).is_ok());
-  auto backend = runtime::make_cpu_backend();
-  auto exec = runtime::Executor::create(model, *backend, {.threads = 1});
+  EXPECT_TRUE(ds->bind(run->model.graph).is_ok());
+  run->data.emplace(std::move(*ds));
+  run->backend = runtime::make_cpu_backend();
+  auto exec = runtime::Executor::create(run->model, *run->backend, {.threads = 1});
   EXPECT_TRUE(exec.has_value()) << exec.status().message();
-  return {std::move(model), std::move(backend), std::move(*exec), std::move(*ds)};
+  run->executor = std::move(*exec);
+  return run;
 }
 
 // Calibrates and writes the JSON and TensorRT caches, as `ptq calibrate -o … --trt-cache …`.
@@ -51,7 +57,7 @@ Status calibrate_into(Calibration& run, const std::string& method, const TempDir
   o.method.name = method;
   o.progress = progress;
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t,
-                       calibrate(run.model, *run.executor, run.data, o));
+                       calibrate(run.model, *run.executor, *run.data, o));
   PTQ_RETURN_IF_ERROR(calib::write_cache(t, dir / "c.json", {.format = calib::CacheFormat::kJson}));
   calib::WriteOptions trt{.format = calib::CacheFormat::kTensorRT};
   trt.trt.algorithm = "EntropyCalibration2";
@@ -60,8 +66,8 @@ Status calibrate_into(Calibration& run, const std::string& method, const TempDir
 
 TEST(KilledRun, LeavesTheEarlierCachesIntact) {
   TempDir dir;
-  Calibration run = make_run(dir);
-  ASSERT_TRUE(calibrate_into(run, "minmax", dir, nullptr).is_ok());
+  const std::unique_ptr<Calibration> run = make_run(dir);
+  ASSERT_TRUE(calibrate_into(*run, "minmax", dir, nullptr).is_ok());
   const std::string before = slurp(dir / "c.json"), before_trt = slurp(dir / "c.cache");
   ASSERT_FALSE(before.empty());
   ASSERT_FALSE(before_trt.empty());
@@ -80,7 +86,7 @@ TEST(KilledRun, LeavesTheEarlierCachesIntact) {
       }
       return Status::ok();
     };
-    ::_exit(calibrate_into(run, "entropy", dir, stall).is_ok() ? 0 : 1);
+    ::_exit(calibrate_into(*run, "entropy", dir, stall).is_ok() ? 0 : 1);
   }
   ::close(in_pass2[1]);
   char c = 0;
