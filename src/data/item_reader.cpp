@@ -125,7 +125,9 @@ class PbFilesReader final : public ItemsReader {
                            ir::dtype_name(dtype_), ir::shape_str(item_shape_));
     }
     const int64_t n = sample_bytes();
-    std::memcpy(dst, static_cast<const char*>(t.tensor.raw()) + j * n, static_cast<size_t>(n));
+    if (n > 0) {  // an empty tensor may hold no storage at all
+      std::memcpy(dst, static_cast<const char*>(t.tensor.raw()) + j * n, static_cast<size_t>(n));
+    }
     return {};
   }
 
