@@ -10,9 +10,7 @@
 'use strict';
 const path = require('path');
 const {readNpy, writeNpy} = require('./npy.js');
-
-const root = path.resolve(__dirname, '..', '..');
-const ort = require(path.join(root, 'third_party', 'ort', 'node_modules', 'onnxruntime-node'));
+const {cycledBatch, session} = require('./ort.js');
 
 function readInputs(specs) {
   const inputs = {};
@@ -24,32 +22,10 @@ function readInputs(specs) {
   return inputs;
 }
 
-// Samples [first, first + count) of `arr` (cycling) as one tensor.
-function slice(arr, first, count) {
-  const per = arr.shape.slice(1).reduce((a, b) => a * b, 1);
-  const out = new arr.data.constructor(per * count);
-  for (let i = 0; i < count; ++i) {
-    const s = (first + i) % arr.shape[0];
-    out.set(arr.data.subarray(s * per, (s + 1) * per), i * per);
-  }
-  return new ort.Tensor(arr.type, out, [count, ...arr.shape.slice(1)]);
-}
-
 function feeds(inputs, first, count) {
   const f = {};
-  for (const [name, arr] of Object.entries(inputs)) f[name] = slice(arr, first, count);
+  for (const [name, arr] of Object.entries(inputs)) f[name] = cycledBatch(arr, first, count);
   return f;
-}
-
-async function session(model, threads) {
-  const options = {
-    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  };
-  if (process.env.PTQ_BENCH_SPIN === '0') {
-    options.extra = {session: {intra_op: {allow_spinning: '0'}}};
-  }
-  return ort.InferenceSession.create(model, options);
 }
 
 async function run(model, outdir, batch, threads, count, specs) {

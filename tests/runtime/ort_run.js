@@ -10,33 +10,12 @@ const fs = require('fs');
 const path = require('path');
 
 const root = path.resolve(__dirname, '..', '..');
-const ort = require(path.join(root, 'third_party', 'ort', 'node_modules', 'onnxruntime-node'));
-
 const {readNpy, writeNpy} = require(path.join(root, 'tests', 'common', 'npy.js'));
+const {cycledBatch, session} = require(path.join(root, 'tests', 'common', 'ort.js'));
 
-// The first `count` samples of `arr` (cycling) as one batch tensor.
+// The first `count` samples of `arr` (cycling); 0 takes them all.
 function batchOf(arr, count) {
-  const per = arr.shape.slice(1).reduce((a, b) => a * b, 1);
-  const n = count > 0 ? count : arr.shape[0];
-  const out = new arr.data.constructor(per * n);
-  for (let i = 0; i < n; ++i) {
-    const s = i % arr.shape[0];
-    out.set(arr.data.subarray(s * per, (s + 1) * per), i * per);
-  }
-  return new ort.Tensor(arr.type, out, [n, ...arr.shape.slice(1)]);
-}
-
-// PTQ_BENCH_SPIN=0 turns off the intra-op pool's spin-waiting (bench/run.sh then turns off
-// ptqkit's short watch for the next loop too, task_pool.h); otherwise ORT's default applies.
-async function session(model, threads) {
-  const options = {
-    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  };
-  if (process.env.PTQ_BENCH_SPIN === '0') {
-    options.extra = {session: {intra_op: {allow_spinning: '0'}}};
-  }
-  return ort.InferenceSession.create(model, options);
+  return cycledBatch(arr, 0, count > 0 ? count : arr.shape[0]);
 }
 
 async function run(model, input, count, outdir, threads) {
