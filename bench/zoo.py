@@ -21,6 +21,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -163,7 +164,7 @@ def measure_all(zoo, models, args):
     rows, lock, queue = [], threading.Lock(), list(models)
 
     def lane(index):
-        if args.lanes > 1:
+        if args.lanes > 1 and shutil.which("taskset"):
             LANE.prefix = ["taskset", "-c", f"{2 * index},{2 * index + 1}"]
         while True:
             with lock:
