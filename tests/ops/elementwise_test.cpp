@@ -181,6 +181,36 @@ TEST(Activation, FormulasMatchFloat64) {
   }
 }
 
+// Sigmoid, Swish and tanh-Gelu run on exp_float() (exp.h) so that they vectorise: far into
+// both tails (|x| up to 100, where exp overflows a float) they stay within 1e-6 of float64, and
+// the infinities and NaN give what libm's formula gives.
+TEST(Activation, SigmoidFamilyAcrossFloatRange) {
+  std::mt19937 rng(6);
+  const ir::Tensor x = random_float({1000}, rng, -100.0f, 100.0f);
+  static const double pi = 3.14159265358979323846;
+  const std::pair<ir::Node, double (*)(double)> cases[] = {
+      {op("Sigmoid").build(1), [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {op("Swish").build(1), [](double v) { return v / (1 + std::exp(-v)); }},
+      {op("Gelu").s("approximate", "tanh").build(1),
+       [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v))); }},
+  };
+  for (const auto& [node, f] : cases) {
+    SCOPED_TRACE(node.op_type);
+    std::vector<double> want;
+    for (float v : x.span<float>()) want.push_back(f(v));
+    expect_close(run1(node, {&x}, node.op_type == "Swish" ? 24 : 20), want, x.shape(), 1e-5, 1e-6);
+  }
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  ir::Tensor ends = random_float({3}, rng, 0.0f, 1.0f);
+  ends.data<float>()[0] = inf;
+  ends.data<float>()[1] = -inf;
+  ends.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  const auto y = run1(op("Sigmoid").build(1), {&ends}, 17);
+  EXPECT_EQ(y.data<float>()[0], 1.0f);
+  EXPECT_EQ(y.data<float>()[1], 0.0f);
+  EXPECT_TRUE(std::isnan(y.data<float>()[2]));
+}
+
 // Erf's float32 kernel is a rational approximation (src/runtime/cpu/erf.h), not libm: over its
 // whole range (a dense grid on [-10, 10], past where float's erf reaches +/-1, plus tiny
 // values), within 5e-7 of float64 erf and 6e-7 relative; +/-inf give +/-1, NaN stays NaN.
