@@ -14,13 +14,20 @@ enum class CastType : uint32_t { kF32 = 0, kI32 = 1, kI64 = 2, kBool = 3, kU8 = 
 
 std::optional<CastType> cast_type(ir::DType t) {
   switch (t) {
-    case ir::DType::kFloat32: return CastType::kF32;
-    case ir::DType::kInt32: return CastType::kI32;
-    case ir::DType::kInt64: return CastType::kI64;
-    case ir::DType::kBool: return CastType::kBool;
-    case ir::DType::kUInt8: return CastType::kU8;
-    case ir::DType::kInt8: return CastType::kI8;
-    default: return std::nullopt;
+    case ir::DType::kFloat32:
+      return CastType::kF32;
+    case ir::DType::kInt32:
+      return CastType::kI32;
+    case ir::DType::kInt64:
+      return CastType::kI64;
+    case ir::DType::kBool:
+      return CastType::kBool;
+    case ir::DType::kUInt8:
+      return CastType::kU8;
+    case ir::DType::kInt8:
+      return CastType::kI8;
+    default:
+      return std::nullopt;
   }
 }
 
