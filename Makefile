@@ -1,5 +1,6 @@
 # ptqkit: `make demo` and `make test` work on a fresh Debian 12 machine (they install what they need).
-#   make test               Release build in build/, every test
+#   make test               Release build in build/, every test (but the large zoo models on
+#                           Vulkan: make test-zoo-vulkan)
 #   make test SANITIZE=1    the same suite built with AddressSanitizer + UBSan in build-asan/ (CI)
 #   make package            a .deb of the Release build (build/ptqkit_VERSION_ARCH.deb)
 # Each target installs only its own dependency sets (scripts/deps/: build, runtime, demo, test).
@@ -28,7 +29,7 @@ CMAKE_ARGS ?=
 # Ninja when installed (install-deps.sh installs it): it schedules the 2-core CI build better.
 GENERATOR  ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: deps build demo test test-asan fuzz-smoke bench bench-zoo accuracy-zoo zoo testdata package clean
+.PHONY: deps build demo test test-zoo-vulkan test-asan fuzz-smoke bench bench-zoo accuracy-zoo zoo testdata package clean
 
 # Every set (a development machine).
 deps:
@@ -52,7 +53,13 @@ demo: build
 
 test: build testdata
 	@bash scripts/install-deps.sh runtime test
-	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800
+	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800 -LE zoo_vulkan_large
+
+# The zoo models `make test` leaves out of tests/zoo/zoo_vulkan_test.cpp (each on Vulkan
+# --strict against the CPU, minutes under ASan on lavapipe); CI runs it after `make test`.
+test-zoo-vulkan: build testdata
+	@bash scripts/install-deps.sh runtime test
+	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800 -L zoo_vulkan_large
 
 # The .deb: bin/ptq, its man page, the library, headers, CMake and pkg-config files; it depends
 # on the runtime set and the shared libraries ptq links. The binary is tuned for this machine

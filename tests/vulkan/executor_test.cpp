@@ -139,6 +139,33 @@ TEST(VulkanExecutor, FallbackStrictAndShapes) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidInput);
 }
 
+// A view after a fused activation (the zoo's cnn28: its Flatten read the Relu's output, which
+// the fusion left without storage) and a Dropout whose mask nothing reads, all on the GPU:
+//   x ─ Conv ─ c ─ Relu ─ r ─ Flatten ─ f ─ Dropout ─ d (mask: unread) ─ Gemm ─ out
+TEST(VulkanExecutor, ViewsAfterFusionAndDropoutMask) {
+  std::mt19937 rng(35);
+  ir::Model m = test_model();
+  m.graph.set_initializer("gw", random_tensor(rng, {5, 8 * 6 * 6}));
+  m.graph.set_initializer("ratio", ir::make_tensor<float>({}, {0.5f}));
+  m.graph.set_initializer("training", ir::make_tensor<bool>({}, {false}));
+  m.graph.nodes = {
+      node("Conv", {"x", "w", "b"}, {"c"},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}),
+      node("Relu", {"c"}, {"r"}),
+      node("Flatten", {"r"}, {"f"}),
+      node("Dropout", {"f", "ratio", "training"}, {"d", "mask"}),
+      node("Gemm", {"d", "gw"}, {"out"}, {attr_int("transB", 1)}),
+  };
+  m.graph.outputs.resize(1);
+  m.graph.outputs[0].name = "out";
+  auto gpu = make_vulkan_executor(m, strict_options());
+  ASSERT_TRUE(gpu.has_value()) << gpu.status().message();
+  const ir::Tensor x = random_tensor(rng, {1, 4, 6, 6});
+  auto got = (*gpu)->run({{"x", x.view()}});
+  ASSERT_TRUE(got.has_value()) << got.status().message();
+  expect_close((*got)[0].second, cpu_run(m, x)[0].second, 1e-4, "out");
+}
+
 TEST(VulkanExecutor, ObserversSeeEveryValue) {
   const ir::Model model = test_model();
   std::mt19937 rng(33);

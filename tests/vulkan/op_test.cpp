@@ -3,6 +3,8 @@
 // elementwise ops, 1e-4 where a reduction order differs (GEMM, conv, pooling, softmax, norms)
 // and for transcendental functions, whose Vulkan precision is a few ulps.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "vulkan_harness.h"
@@ -553,6 +555,64 @@ TEST(VulkanOps, DataMovement) {
     rs.inputs = {"x", "", "scales"};
     cases.push_back({rs, kSum, fmt::format("Resize {} {}", r.mode, r.coord)});
   }
+  check_cases(cases);
+}
+
+// Cast is exact: every value below converts to one right answer (C's conversions; int64 to
+// float rounds to nearest even: ties at 2^24 + 1 and 2^53 + 1 and a sticky bit far below).
+TEST(VulkanOps, Cast) {
+  const int64_t p24 = int64_t{1} << 24, p53 = int64_t{1} << 53;
+  const std::vector<int64_t> wide = {0, 1, -1, p24 + 1, p24 + 3, -(p24 + 3), p53 + 1,
+                                     (int64_t{1} << 62) + (int64_t{1} << 38) + 1,
+                                     (int64_t{1} << 40) + (int64_t{1} << 16),
+                                     std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max(), 123456789012, -7};
+  const ir::Tensor i64 = int64_tensor({13}, wide);
+  const ir::Tensor f32 = ir::make_tensor<float>(
+      {3, 5}, {0.0f, -0.0f, 1.5f, -1.5f, -7.9f, 100.5f, 200.7f, 2e9f, -2.5e12f, 3e9f,
+               1e-30f, std::nanf(""), 16777216.0f, -100.2f, 127.0f});
+  const ir::Tensor big = ir::make_tensor<float>({4}, {3e9f, -2.5e12f, 1.5e18f, -9.2e18f});
+  const ir::Tensor i32 =
+      ir::make_tensor<int32_t>({5}, {0, -1, 16777217, 2147483647, -2147483647 - 1});
+  ir::Tensor u8(ir::DType::kUInt8, {6}), i8(ir::DType::kInt8, {6}), b8(ir::DType::kBool, {6});
+  for (int64_t i = 0; i < 6; ++i) {
+    u8.data<uint8_t>()[i] = static_cast<uint8_t>(i * 51);
+    i8.data<int8_t>()[i] = static_cast<int8_t>(i * 51 - 128);
+    b8.data<bool>()[i] = i % 3 == 0;
+  }
+  struct C {
+    const ir::Tensor* x;
+    ir::DType to;
+  };
+  using D = ir::DType;
+  const std::vector<C> casts = {
+      {&i64, D::kFloat32}, {&i64, D::kInt32},   {&i64, D::kBool},    {&i64, D::kUInt8},
+      {&f32, D::kInt64},   {&f32, D::kInt32},   {&f32, D::kBool},    {&i32, D::kFloat32},
+      {&i32, D::kInt64},   {&u8, D::kFloat32},  {&i8, D::kFloat32},  {&i8, D::kInt64},
+      {&b8, D::kFloat32},  {&b8, D::kInt32},    {&u8, D::kInt8},     {&i32, D::kBool},
+      {&big, D::kInt64}};
+  std::vector<Case> cases;
+  for (const C& c : casts) {
+    OneNode spec;
+    spec.op = "Cast";
+    spec.attrs = {attr_int("to", static_cast<int64_t>(c.to))};
+    spec.feeds = {{"x", *c.x}};
+    spec.inputs = {"x"};
+    if (c.x == &f32 && c.to != D::kBool) {  // C leaves NaN and out-of-range values undefined
+      ir::Tensor in_range = f32;
+      for (float& v : in_range.span<float>()) v = std::isnan(v) || std::fabs(v) > 2e9f ? 3.0f : v;
+      spec.feeds = {{"x", in_range}};
+    }
+    cases.push_back({spec, 0.0, fmt::format("Cast {} to {}", ir::dtype_name(c.x->dtype()),
+                                            ir::dtype_name(c.to))});
+  }
+  OneNode like;
+  like.op = "CastLike";
+  like.opset = 15;
+  like.feeds = {{"x", i64}};
+  like.constants = {{"t", ir::make_tensor<float>({}, {0.0f})}};
+  like.inputs = {"x", "t"};
+  cases.push_back({like, 0.0, "CastLike int64 to float"});
   check_cases(cases);
 }
 

@@ -36,6 +36,8 @@ struct Builder {
   Status add_values(const std::unordered_map<std::string, ValueFacts>& facts,
                     std::unordered_map<std::string, ir::Tensor>& folded);
   Status make_steps(const std::vector<size_t>& order);
+  bool is_view(const ir::Node& node, const Step& step);
+  bool unused(int id);
   OpBuild op_build(const Step& step) const;
   void fuse_activations();
   void mark_residency();
@@ -115,6 +117,35 @@ OpBuild Builder::op_build(const Step& step) const {
   return b;
 }
 
+// A value no node reads, no observer wants and the caller is not given.
+bool Builder::unused(int id) {
+  if (id < 0) return true;
+  if (val(id).observed || val(id).graph_output) return false;
+  return std::none_of(graph.nodes.begin(), graph.nodes.end(), [&](const ir::Node& n) {
+    return std::find(n.inputs.begin(), n.inputs.end(), val(id).name) != n.inputs.end();
+  });
+}
+
+bool Builder::is_view(const ir::Node& node, const Step& step) {
+  if (!is_view_op(node, opset) || step.inputs.empty() || step.inputs[0] < 0 ||
+      step.outputs[0] < 0 || is_static(step.inputs[0]) ||
+      val(step.inputs[0]).dtype != val(step.outputs[0]).dtype) {
+    return false;
+  }
+  if (node.op_type != "Dropout") return true;
+  // Its mask (all true) is made by the CPU kernel when anything wants it; so is the error of a
+  // training-mode Dropout (random, refused).
+  if (step.outputs.size() > 1 && !unused(step.outputs[1])) return false;
+  const int training = step.inputs.size() > 2 ? step.inputs[2] : -1;
+  const int ratio = step.inputs.size() > 1 ? step.inputs[1] : -1;
+  if (training < 0) return true;
+  const ir::Tensor* t = val(training).constant;
+  const ir::Tensor* r = ratio >= 0 ? val(ratio).constant : nullptr;
+  const bool off = t != nullptr && t->size() == 1 && t->as_int64(0) == 0;
+  const bool no_ratio = r != nullptr && r->size() == 1 && r->as_double(0) == 0.0;
+  return off || no_ratio;
+}
+
 Status Builder::make_steps(const std::vector<size_t>& order) {
   for (size_t n : order) {
     const ir::Node& node = graph.nodes[n];
@@ -130,9 +161,7 @@ Status Builder::make_steps(const std::vector<size_t>& order) {
                                     [&](int id) { return id < 0 || is_static(id); });
     if (folded) {
       step.kind = StepKind::kFolded;
-    } else if (is_view_op(node, opset) && !step.inputs.empty() && step.inputs[0] >= 0 &&
-               step.outputs[0] >= 0 && val(step.inputs[0]).dtype == val(step.outputs[0]).dtype &&
-               !is_static(step.inputs[0])) {
+    } else if (is_view(node, step)) {
       step.kind = StepKind::kView;
       val(step.outputs[0]).root = root(step.inputs[0]);
     } else {
@@ -188,6 +217,13 @@ void Builder::fuse_activations() {
     st.kind = StepKind::kView;
     st.op.reset();
     val(st.outputs[0]).root = x;
+  }
+  // Views made before the fusion (a Flatten after the Relu) still name the activation's output
+  // as their root, which has no storage now: point every view at its input's root again (steps
+  // are in topological order, so an input's root is final when its reader is reached).
+  for (const Step& st : prog.steps) {
+    if (st.kind != StepKind::kView || st.outputs[0] < 0) continue;
+    val(st.outputs[0]).root = root(st.inputs[0]);
   }
 }
 
@@ -590,8 +626,8 @@ bool is_view_op(const ir::Node& node, int64_t /*opset*/) {
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") {
     return true;
   }
-  // Dropout at inference is the identity; its mask output (if used) needs a kernel.
-  if (op == "Dropout") return node.outputs.size() < 2 || node.outputs[1].empty();
+  // Dropout at inference is the identity (the builder checks its mask and training mode).
+  if (op == "Dropout") return true;
   // Cast to the same type (the caller checks the dtypes) changes nothing.
   return op == "Cast";
 }
