@@ -1,9 +1,10 @@
 // The comparison loop (include/ptq/compare.h, compare()): both models batch by batch, their
 // outputs (and with per_tensor every tensor they share) into float64 running sums.
+#include "ptq/compare.h"
+
 #include <algorithm>
 #include <memory>
 
-#include "ptq/compare.h"
 #include "trace.h"
 
 namespace ptq::compare {
@@ -60,8 +61,8 @@ Status check_same_inputs(const ir::Model& reference, std::string_view reference_
     const ir::ValueInfo* other = by_name ? test.graph.find_value_info(ri[i]->name) : ti[i];
     if (!dims_agree(ri[i]->type, other->type)) {
       return invalid_input("input '{}' of {} is {} but '{}' of {} is {}", ri[i]->name,
-                           reference_label, ir::dims_str(ri[i]->type.dims), other->name,
-                           test_label, ir::dims_str(other->type.dims));
+                           reference_label, ir::dims_str(ri[i]->type.dims), other->name, test_label,
+                           ir::dims_str(other->type.dims));
     }
   }
   return Status::ok();
@@ -107,8 +108,7 @@ Expected<Result> compare(const Side& reference, const Side& test, const Options&
   if (reference.model.graph.outputs.empty()) {
     return invalid_input("{} has no outputs", reference.label);
   }
-  PTQ_RETURN_IF_ERROR(
-      check_same_inputs(reference.model, reference.label, test.model, test.label));
+  PTQ_RETURN_IF_ERROR(check_same_inputs(reference.model, reference.label, test.model, test.label));
   PTQ_ASSIGN_OR_RETURN(std::vector<size_t> map, match_outputs(reference, test));
   if (reference.data.num_batches() != test.data.num_batches() ||
       reference.data.batch_size() != test.data.batch_size()) {
@@ -130,7 +130,8 @@ Expected<Result> compare(const Side& reference, const Side& test, const Options&
   r.test_label = test.label;
   r.per_tensor = options.per_tensor;
   r.jump_db = options.jump_db;
-  for (const ir::ValueInfo& out : reference.model.graph.outputs) r.outputs.push_back({out.name, {}});
+  for (const ir::ValueInfo& out : reference.model.graph.outputs)
+    r.outputs.push_back({out.name, {}});
   for (int64_t i = 0; i < reference.data.num_batches(); ++i) {
     if (tracer) tracer->next_batch();
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors in_a, reference.data.batch(i));

@@ -30,7 +30,8 @@ std::unordered_set<std::string> constant_values(const ir::Graph& g,
     bool constant = is_op(node, "Constant");
     if (!constant && !node.inputs.empty()) {
       constant = true;
-      for (const std::string& in : node.inputs) constant = constant && (in.empty() || out.count(in));
+      for (const std::string& in : node.inputs)
+        constant = constant && (in.empty() || out.count(in));
     }
     if (!constant) continue;
     for (const std::string& o : node.outputs) out.insert(o);
@@ -70,8 +71,7 @@ std::unordered_set<std::string> computed_values(const ir::Graph& g) {
 
 }  // namespace
 
-Expected<std::vector<TensorPair>> match_tensors(const ir::Graph& reference,
-                                                const ir::Graph& test) {
+Expected<std::vector<TensorPair>> match_tensors(const ir::Graph& reference, const ir::Graph& test) {
   PTQ_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::topological_order(reference));
   const std::unordered_set<std::string> constants = constant_values(reference, order);
   const std::map<std::string, std::string> dq = dequantized_values(test);

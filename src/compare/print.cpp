@@ -1,8 +1,8 @@
 // What `ptq compare` prints (include/ptq/compare.h: result_text, result_json).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ptq/compare.h"
@@ -39,21 +39,21 @@ nlohmann::ordered_json tensor_json(const TensorTrace& t) {
 }
 
 std::string outputs_text(const Result& r) {
-  std::string out = fmt::format("{} (A) vs {} (B): {} samples\n", r.reference_label, r.test_label,
-                                r.samples);
+  std::string out =
+      fmt::format("{} (A) vs {} (B): {} samples\n", r.reference_label, r.test_label, r.samples);
   size_t width = 6;
   for (const OutputAgreement& o : r.outputs) width = std::max(width, o.name.size());
-  out += fmt::format("  {:<{}}  {:>10}  {:>10}  {:>12}\n", "output", width, "cosine",
-                     "SQNR (dB)", "max abs diff");
+  out += fmt::format("  {:<{}}  {:>10}  {:>10}  {:>12}\n", "output", width, "cosine", "SQNR (dB)",
+                     "max abs diff");
   for (const OutputAgreement& o : r.outputs) {
     const metrics::Agreement& m = o.agreement;
-    out += fmt::format("  {:<{}}  {:>10}  {:>10}  {:>12}\n", o.name, width,
-                       metrics::format_metric(m.cosine(), 6), metrics::format_metric(m.sqnr_db(), 2),
-                       fmt::format("{:.6g}", m.max_abs_diff()));
+    out += fmt::format(
+        "  {:<{}}  {:>10}  {:>10}  {:>12}\n", o.name, width, metrics::format_metric(m.cosine(), 6),
+        metrics::format_metric(m.sqnr_db(), 2), fmt::format("{:.6g}", m.max_abs_diff()));
   }
   if (std::optional<double> top1 = r.top1_agreement()) {
-    out += fmt::format("  top-1 agreement: {:.2f}% ({}/{})\n", 100.0 * *top1, r.top1_same,
-                       r.samples);
+    out +=
+        fmt::format("  top-1 agreement: {:.2f}% ({}/{})\n", 100.0 * *top1, r.top1_same, r.samples);
   }
   return out;
 }

@@ -22,9 +22,10 @@ std::vector<std::string> Tracer::ReferenceObserver::wanted(const ir::Graph& /*gr
 
 Status Tracer::ReferenceObserver::observe(const runtime::ObservedTensor& tensor) {
   if (tensor.host == nullptr) {
-    return usage_error("tracing tensor '{}': per-tensor comparison needs the values on the host "
-                       "(--backend cpu)",
-                       tensor.name);
+    return usage_error(
+        "tracing tensor '{}': per-tensor comparison needs the values on the host "
+        "(--backend cpu)",
+        tensor.name);
   }
   if (!ir::is_float(tensor.dtype)) return Status::ok();
   Entry& e = t_.entries_[t_.by_reference_.at(tensor.name)];
@@ -41,16 +42,17 @@ std::vector<std::string> Tracer::TestObserver::wanted(const ir::Graph& /*graph*/
 
 Status Tracer::TestObserver::observe(const runtime::ObservedTensor& tensor) {
   if (tensor.host == nullptr) {
-    return usage_error("tracing tensor '{}': per-tensor comparison needs the values on the host "
-                       "(--backend cpu)",
-                       tensor.name);
+    return usage_error(
+        "tracing tensor '{}': per-tensor comparison needs the values on the host "
+        "(--backend cpu)",
+        tensor.name);
   }
   for (size_t i : t_.by_test_.at(tensor.name)) {
     Entry& e = t_.entries_[i];
     if (e.held_batch != t_.batch_) continue;  // not a float value in the reference
     if (Status s = e.agreement.add(e.held, *tensor.host); !s.is_ok()) {
-      return invalid_input("tensor '{}' (the test model's '{}'): {}", e.pair.reference,
-                           e.pair.test, s.message());
+      return invalid_input("tensor '{}' (the test model's '{}'): {}", e.pair.reference, e.pair.test,
+                           s.message());
     }
   }
   return Status::ok();

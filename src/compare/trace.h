@@ -33,7 +33,7 @@ class Tracer {
   struct Entry {
     TensorPair pair;
     metrics::Agreement agreement;
-    ir::Tensor held;          // the reference value of batch `held_batch`
+    ir::Tensor held;  // the reference value of batch `held_batch`
     int64_t held_batch = -1;
   };
 

@@ -32,17 +32,17 @@ class CompareCli : public ::testing::Test {
   static std::string int8() {
     const fs::path out = dir() / "int8.onnx";
     if (!fs::exists(out)) {
-      auto r = run_ptq({"quantize", example_model(), "--data", calib_npy(), "--samples", "32",
-                        "-o", out.string(), "--quiet"});
+      auto r = run_ptq({"quantize", example_model(), "--data", calib_npy(), "--samples", "32", "-o",
+                        out.string(), "--quiet"});
       EXPECT_EQ(r.exit_code, 0) << r.err;
     }
     return out.string();
   }
   static ptq::testing::PtqResult compare(const std::string& model_b,
                                          std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"compare", example_model(), model_b, "--data", test_npy(),
-                                     "--samples", std::to_string(kSamples), "--batch", "32",
-                                     "--quiet"};
+    std::vector<std::string> args = {
+        "compare",   example_model(),          model_b,   "--data", test_npy(),
+        "--samples", std::to_string(kSamples), "--batch", "32",     "--quiet"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_ptq(args);
   }
@@ -161,9 +161,9 @@ TEST_F(CompareCli, PerTensorFiguresMatchAnIndependentComputationInGraphOrder) {
   }
   ASSERT_TRUE(dq && plain);
   EXPECT_EQ((*dq)["compared_with"], (*dq)["name"].get<std::string>() + "_DequantizeLinear_Output");
-  const std::vector<Sums> sums =
-      independent(int8(), {{(*dq)["name"], (*dq)["compared_with"]},
-                           {(*plain)["name"], (*plain)["compared_with"]}});
+  const std::vector<Sums> sums = independent(
+      int8(),
+      {{(*dq)["name"], (*dq)["compared_with"]}, {(*plain)["name"], (*plain)["compared_with"]}});
   EXPECT_NEAR((*dq)["sqnr_db"].get<double>(), sums[0].sqnr_db(), 0.01);
   EXPECT_NEAR((*dq)["cosine"].get<double>(), sums[0].cosine(), 1e-6);
   EXPECT_NEAR((*plain)["sqnr_db"].get<double>(), sums[1].sqnr_db(), 0.01);
@@ -222,8 +222,8 @@ TEST_F(CompareCli, TheJumpMarkerLandsOnTheTensorWithABadScaleAndTheReportDrawsIt
   const fs::path trace_file = dir() / "trace.json";
   { std::ofstream(trace_file) << j.dump(); }
   const fs::path html = dir() / "report.html";
-  auto r = run_ptq({"report", damaged.string(), "--trace", trace_file.string(), "-o",
-                    html.string(), "--no-graph"});
+  auto r = run_ptq({"report", damaged.string(), "--trace", trace_file.string(), "-o", html.string(),
+                    "--no-graph"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string page = read_text(html);
   EXPECT_NE(page.find("id=\"trace\""), std::string::npos);
@@ -282,8 +282,10 @@ TEST_F(CompareCli, ModelsSharingNoTensorOrTakingOtherInputsAreRefused) {
   const std::string transformer = std::string(PTQ_TEST_DATA) + "/models/transformer.onnx";
   r = compare(transformer);
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("input 'input' of " + example_model() + " is [batch, 1, 28, 28] but "
-                       "'input' of " + transformer + " is [batch, 16, 64]"),
+  EXPECT_NE(r.err.find("input 'input' of " + example_model() +
+                       " is [batch, 1, 28, 28] but "
+                       "'input' of " +
+                       transformer + " is [batch, 16, 64]"),
             std::string::npos)
       << r.err;
 }

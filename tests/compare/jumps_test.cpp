@@ -49,7 +49,7 @@ TEST(MarkJumps, ATensorFarBelowItsInputsJumpsAndItsReadersInheritTheError) {
   mark_jumps(residual_graph(), 10.0, t);
   EXPECT_TRUE(t[0].inputs.empty());
   EXPECT_DOUBLE_EQ(t[0].reference_db, kCleanDb);
-  EXPECT_FALSE(t[0].jump);  // at the clean level
+  EXPECT_FALSE(t[0].jump);                                // at the clean level
   EXPECT_EQ(t[1].inputs, std::vector<std::string>{"a"});  // through r and directly, once
   EXPECT_NEAR(t[1].reference_db, 40.0, 1e-3);
   EXPECT_NEAR(t[1].drop_db(), 25.0, 1e-3);

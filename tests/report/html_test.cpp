@@ -196,7 +196,8 @@ TEST(HtmlTrace, ChartsEveryTensorAndMarksTheJump) {
   EXPECT_NE(html.find("<h2 id=\"trace\">Error along the graph</h2>"), std::string::npos);
   EXPECT_NE(html.find("1 jump in red"), std::string::npos);
   size_t circles = 0;
-  for (size_t at = html.find("<circle"); at != std::string::npos; at = html.find("<circle", at + 1)) {
+  for (size_t at = html.find("<circle"); at != std::string::npos;
+       at = html.find("<circle", at + 1)) {
     ++circles;
   }
   EXPECT_EQ(circles, 3u);
