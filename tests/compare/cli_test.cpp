@@ -254,6 +254,11 @@ TEST_F(CompareCli, TheGateSetsTheExitCodeAfterPrintingTheResult) {
   EXPECT_TRUE(parse_json(low_cosine.out).is_object());
   EXPECT_NE(low_cosine.err.find("output 'logits': cosine"), std::string::npos) << low_cosine.err;
   EXPECT_NE(low_cosine.err.find("below --min-cosine 1.5"), std::string::npos);
+  // Tracing reads every tensor on the host: refused on Vulkan before any device starts.
+  auto vulkan = compare(int8(), {"--per-tensor", "--backend", "vulkan"});
+  EXPECT_EQ(vulkan.exit_code, 2);
+  EXPECT_NE(vulkan.err.find("--per-tensor reads every tensor on the host"), std::string::npos)
+      << vulkan.err;
 }
 
 TEST_F(CompareCli, ModelsSharingNoTensorOrTakingOtherInputsAreRefused) {
