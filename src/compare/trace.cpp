@@ -5,6 +5,17 @@
 
 namespace ptq::compare {
 
+namespace {
+
+Status on_host(const runtime::ObservedTensor& tensor) {
+  if (tensor.host != nullptr) return Status::ok();
+  return usage_error(
+      "tracing tensor '{}': per-tensor comparison needs the values on the host (--backend cpu)",
+      tensor.name);
+}
+
+}  // namespace
+
 Tracer::Tracer(std::vector<TensorPair> pairs) {
   entries_.reserve(pairs.size());
   for (TensorPair& p : pairs) {
@@ -21,12 +32,7 @@ std::vector<std::string> Tracer::ReferenceObserver::wanted(const ir::Graph& /*gr
 }
 
 Status Tracer::ReferenceObserver::observe(const runtime::ObservedTensor& tensor) {
-  if (tensor.host == nullptr) {
-    return usage_error(
-        "tracing tensor '{}': per-tensor comparison needs the values on the host "
-        "(--backend cpu)",
-        tensor.name);
-  }
+  PTQ_RETURN_IF_ERROR(on_host(tensor));
   if (!ir::is_float(tensor.dtype)) return Status::ok();
   Entry& e = t_.entries_[t_.by_reference_.at(tensor.name)];
   e.held = ir::copy_into(*tensor.host, std::move(e.held));
@@ -41,12 +47,7 @@ std::vector<std::string> Tracer::TestObserver::wanted(const ir::Graph& /*graph*/
 }
 
 Status Tracer::TestObserver::observe(const runtime::ObservedTensor& tensor) {
-  if (tensor.host == nullptr) {
-    return usage_error(
-        "tracing tensor '{}': per-tensor comparison needs the values on the host "
-        "(--backend cpu)",
-        tensor.name);
-  }
+  PTQ_RETURN_IF_ERROR(on_host(tensor));
   for (size_t i : t_.by_test_.at(tensor.name)) {
     Entry& e = t_.entries_[i];
     if (e.held_batch != t_.batch_) continue;  // not a float value in the reference

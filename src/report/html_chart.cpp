@@ -199,6 +199,25 @@ std::string x_label(const LineFrame& f, size_t i, const LinePoint& p) {
       f.x(i), f.bottom() + 8, p.marked ? "#c0392b" : "#444", html_escape(shorten(p.label, 24)));
 }
 
+// A point's circle with its tooltip (hollow at +inf), and a dashed line through a marked one.
+std::string point_marks(const LineFrame& f, size_t i, const LinePoint& p) {
+  std::string svg;
+  if (p.marked) {
+    svg += fmt::format(
+        "<line class=\"jump\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"{1}\" y2=\"{2}\" "
+        "stroke=\"#c0392b\" stroke-dasharray=\"2 2\"/>\n",
+        f.x(i), f.kTop, f.bottom());
+  }
+  if (std::isnan(p.value)) return svg;
+  const bool hollow = std::isinf(p.value) && p.value > 0;
+  const char* colour = p.marked ? "#c0392b" : "#2e86c1";
+  return svg + fmt::format(
+                   "<circle cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{}\" fill=\"{}\" stroke=\"{}\">"
+                   "<title>{}</title></circle>\n",
+                   f.x(i), f.y(p.value), p.marked ? 5 : 3, hollow ? "#fff" : colour, colour,
+                   html_escape(p.tooltip));
+}
+
 }  // namespace
 
 std::string line_chart(const std::vector<LinePoint>& points, double top, std::string_view unit,
@@ -215,27 +234,12 @@ std::string line_chart(const std::vector<LinePoint>& points, double top, std::st
     if (std::isnan(points[i].value)) continue;
     line += fmt::format("{}{:.2f},{:.2f}", line.empty() ? "" : " ", f.x(i), f.y(points[i].value));
   }
-  svg += "<polyline fill=\"none\" stroke=\"#2e86c1\" stroke-width=\"1.5\" points=\"" + line +
-         "\"/>\n";
+  svg +=
+      "<polyline fill=\"none\" stroke=\"#2e86c1\" stroke-width=\"1.5\" points=\"" + line + "\"/>\n";
   const bool all_labels = points.size() <= 40;
   for (size_t i = 0; i < points.size(); ++i) {
-    const LinePoint& p = points[i];
-    if (p.marked) {
-      svg += fmt::format(
-          "<line class=\"jump\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"{1}\" y2=\"{2}\" "
-          "stroke=\"#c0392b\" stroke-dasharray=\"2 2\"/>\n",
-          f.x(i), f.kTop, f.bottom());
-    }
-    if (!std::isnan(p.value)) {
-      const bool hollow = std::isinf(p.value) && p.value > 0;
-      const char* colour = p.marked ? "#c0392b" : "#2e86c1";
-      svg += fmt::format(
-          "<circle cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{}\" fill=\"{}\" stroke=\"{}\">"
-          "<title>{}</title></circle>\n",
-          f.x(i), f.y(p.value), p.marked ? 5 : 3, hollow ? "#fff" : colour, colour,
-          html_escape(p.tooltip));
-    }
-    if (all_labels || p.marked) svg += x_label(f, i, p);
+    svg += point_marks(f, i, points[i]);
+    if (all_labels || points[i].marked) svg += x_label(f, i, points[i]);
   }
   return svg + "</svg>\n";
 }
