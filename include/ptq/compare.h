@@ -42,7 +42,8 @@ struct TensorPair {
 
 // The tensors both models compute, in the reference model's topological order: graph inputs
 // the test model quantizes, then node outputs. Values computed from constants alone are left
-// out (they do not depend on the data). Non-float values are dropped later, when seen. An error
+// out (they do not depend on the data); the reference's own Q/DQ, if any, is not looked through
+// (it is meant to be the float model). Non-float values are dropped later, when seen. An error
 // naming neither model when they share no tensor (the caller names them).
 Expected<std::vector<TensorPair>> match_tensors(const ir::Graph& reference, const ir::Graph& test);
 

@@ -122,6 +122,9 @@ Expected<Result> compare(const Side& reference, const Side& test, const Options&
   }
   std::vector<runtime::Observer*> ref_observers, test_observers;
   if (tracer) {
+    // The executors remember observers by address: an earlier tracer may have lived here.
+    reference.executor.forget_observers();
+    test.executor.forget_observers();
     ref_observers.push_back(&tracer->reference_observer());
     test_observers.push_back(&tracer->test_observer());
   }
@@ -141,7 +144,11 @@ Expected<Result> compare(const Side& reference, const Side& test, const Options&
     PTQ_RETURN_IF_ERROR(add_batch(out_a, out_b, map, r));
     if (options.progress) options.progress(r.samples);
   }
-  if (tracer) r.tensors = tracer->finish(reference.model.graph, options.jump_db);
+  if (tracer) {
+    r.tensors = tracer->finish(reference.model.graph, options.jump_db);
+    reference.executor.forget_observers();
+    test.executor.forget_observers();
+  }
   return r;
 }
 
