@@ -43,8 +43,9 @@ Status compare_command(CompareOptions& o, const GlobalOptions& global) {
   if (o.per_tensor && o.backend.backend != "cpu") {
     return usage_error("--per-tensor reads every tensor on the host: use --backend cpu");
   }
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads =
+      o.threads > 0 ? o.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(ir::Model a, onnx::load_model(o.model_a));
   PTQ_ASSIGN_OR_RETURN(ir::Model b, onnx::load_model(o.model_b));
   // Before the data is bound to B: a clearer message than the binding's.
