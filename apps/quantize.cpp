@@ -34,6 +34,7 @@
 #include "progress.h"
 #include "input_shapes.h"
 #include "run_date.h"
+#include "smoothquant_options.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
@@ -74,8 +75,7 @@ struct QuantizeOptions {
   bool force = false;
   bool requantize = false;
   bool external_data = false;
-  bool smoothquant = false;
-  double smoothquant_alpha = 0.5;
+  SmoothQuantOption smoothquant;
 };
 
 // OUT.onnx -> OUT.calib.json beside it.
@@ -184,45 +184,6 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   return table;
 }
 
-// --smoothquant: smooths `model` in place from one pass over --data (docs/SMOOTHQUANT.md).
-Expected<calib::SmoothQuantRecord> smooth_now(ir::Model& model, const QuantizeOptions& o,
-                                              int threads, const GlobalOptions& global) {
-  calibration::SmoothQuantRunOptions so;
-  so.smoothing.alpha = o.smoothquant_alpha;
-  so.threads = threads;
-  PTQ_RETURN_IF_ERROR(so.smoothing.validate());
-  PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
-  const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
-  ProgressLine line("quantize", "samples", dataset.size(), global.quiet);
-  line.set_stage("SmoothQuant channel maxima", dataset.size());
-  so.progress = [&](const calibration::Progress& p) -> Status {
-    line.update(p.samples_done);
-    return Status::ok();
-  };
-  PTQ_ASSIGN_OR_RETURN(calib::SmoothQuantRecord record,
-                       calibration::smoothquant(model, *cpu, dataset, so));
-  line.finish();
-  if (!global.quiet) {
-    fmt::print("SmoothQuant (alpha {}): {} activation(s) with outlier channels smoothed\n",
-               record.alpha, record.factors.size());
-  }
-  return record;
-}
-
-// With --cache: the smoothing the cache records is done again; --smoothquant must agree.
-Status smooth_as_cached(ir::Model& model, const QuantizeOptions& o,
-                        calibration::ModelForms& forms) {
-  PTQ_ASSIGN_OR_RETURN(std::optional<calib::SmoothQuantRecord> record,
-                       calibration::smooth_as_cached(model, forms, o.cache));
-  if (!o.smoothquant || (record && record->alpha == o.smoothquant_alpha)) return Status::ok();
-  if (!record) {
-    return usage_error("--smoothquant needs --data: {} was calibrated without SmoothQuant",
-                       o.cache);
-  }
-  return usage_error("--smoothquant {}: {} was calibrated with alpha {}", o.smoothquant_alpha,
-                     o.cache, record->alpha);
-}
-
 // Reads --cache, refused when calibrated for another graph than any form of the model.
 Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model, const QuantizeOptions& o,
                                                      const planner::PlanOptions& plan,
@@ -318,14 +279,12 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   calib::CalibrationTable table;
   onnx::InputShapes fed;
   if (have_data) {
-    std::optional<calib::SmoothQuantRecord> smoothing;
-    if (o.smoothquant) {
-      PTQ_ASSIGN_OR_RETURN(smoothing, smooth_now(model, o, threads, global));
-    }
+    PTQ_ASSIGN_OR_RETURN(std::optional<calib::SmoothQuantRecord> smoothing,
+                         smooth_from_data(model, o.smoothquant, o.data, threads, global.quiet));
     PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global, fed));
     table.smoothquant = std::move(smoothing);
   } else {
-    PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o, forms));
+    PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
     PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, forms, global));
   }
   PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
@@ -406,18 +365,8 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_flag("--requantize", o->requantize, "strip the Q/DQ of an already quantized model first");
   app.add_flag("--external-data", o->external_data,
                "store large initializers in OUT.onnx.data beside the model");
-  CLI::Option* smoothquant =
-      app.add_option("--smoothquant", o->smoothquant_alpha,
-                     "SmoothQuant before calibration: move the range of MatMul/Gemm inputs with "
-                     "outlier channels into the weights, alpha in [0, 1] (default 0.5; a cache "
-                     "records it and --cache smooths the same way)")
-          ->expected(0, 1)
-          ->type_name("[ALPHA]")
-          ->default_str("0.5");
-  return [o, &global, smoothquant]() {
-    o->smoothquant = smoothquant->count() > 0;
-    return quantize_command(*o, global);
-  };
+  add_smoothquant_option(app, o->smoothquant);
+  return [o, &global]() { return quantize_command(*o, global); };
 }
 
 }  // namespace ptq::apps
