@@ -2,7 +2,7 @@
 //  [--target tensorrt|ort] [--exclude NODE,…] [--exclude-op-types T,…] [--per-tensor-weights]
 //  [--weights-float] [--activation-type int8|uint8] [--cache-out CACHE.json]
 //  [--trt-cache CACHE.cache] [--input-shape NAME=D,D…[;…]] [--force] [--requantize]
-//  [--external-data]`
+//  [--external-data] [--smoothquant [ALPHA]]`
 // writes the Q/DQ model. With --data it calibrates first (the calibration driver, as `ptq
 // calibrate`) and writes the cache beside the output; with --cache it reuses a cache of any
 // format (ptqkit JSON, TensorRT text, ONNX Runtime) and needs no data.
@@ -34,6 +34,7 @@
 #include "progress.h"
 #include "input_shapes.h"
 #include "run_date.h"
+#include "smoothquant_options.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
@@ -74,6 +75,7 @@ struct QuantizeOptions {
   bool force = false;
   bool requantize = false;
   bool external_data = false;
+  SmoothQuantOption smoothquant;
 };
 
 // OUT.onnx -> OUT.calib.json beside it.
@@ -277,8 +279,12 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   calib::CalibrationTable table;
   onnx::InputShapes fed;
   if (have_data) {
+    PTQ_ASSIGN_OR_RETURN(std::optional<calib::SmoothQuantRecord> smoothing,
+                         smooth_from_data(model, o.smoothquant, o.data, threads, global.quiet));
     PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global, fed));
+    table.smoothquant = std::move(smoothing);
   } else {
+    PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
     PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, forms, global));
   }
   PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
@@ -359,6 +365,7 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_flag("--requantize", o->requantize, "strip the Q/DQ of an already quantized model first");
   app.add_flag("--external-data", o->external_data,
                "store large initializers in OUT.onnx.data beside the model");
+  add_smoothquant_option(app, o->smoothquant);
   return [o, &global]() { return quantize_command(*o, global); };
 }
 

@@ -2,7 +2,8 @@
 //  --eval SRC [--labels LABELS.npy]
 //  [--metric top1|sqnr|cosine|mse] [--mode only|all-but] [--target-drop X]
 //  [--max-float-layers K] -o REPORT.json [--html REPORT.html] [--write PARTIAL.onnx]
-//  [--parallel N] [--no-reuse] [--backend cpu|vulkan [--device N] [--strict]]`
+//  [--parallel N] [--no-reuse] [--backend cpu|vulkan [--device N] [--strict]]
+//  [--smoothquant [ALPHA]]`
 // Partial-PTQ sweep (issue 8): per quantization unit, the metric with only that unit quantized
 // (or all but it); a ranked table on stdout, every unit in the JSON report, an HTML page with
 // the per-layer chart and the graph. With --target-drop, the greedy float set that meets the
@@ -21,6 +22,7 @@
 #include "command.h"
 #include "data_options.h"
 #include "method_options.h"
+#include "smoothquant_options.h"
 #include "progress.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
@@ -54,6 +56,7 @@ struct SensitivityOptions {
   std::string out;
   std::string html;
   std::string write;
+  SmoothQuantOption smoothquant;
 };
 
 Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::Dataset& ds) {
@@ -173,6 +176,14 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   const int threads = o.threads > 0 ? o.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
+  // The sweep runs on the smoothed model, the one `quantize --smoothquant` would quantize.
+  if (o.cache.empty()) {
+    PTQ_RETURN_IF_ERROR(
+        smooth_from_data(model, o.smoothquant, o.data, threads, global.quiet).status());
+  } else {
+    calibration::ModelForms forms(model);
+    PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
+  }
   PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table, get_table(model, o, engine, threads, global));
 
@@ -267,6 +278,7 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
   app.add_option("--cache", o->cache, "reuse this calibration cache instead of calibrating on --data");
   app.add_flag("--force", o->force, "use a cache calibrated for another graph");
   add_method_options(app, o->method, {.what = "calibration method with --data"});
+  add_smoothquant_option(app, o->smoothquant);
   app.add_option("--metric", o->metric, "top1 (accuracy with --labels, else agreement with FP32), sqnr, cosine or mse");
   app.add_option("--mode", o->mode, "only: one layer quantized; all-but: all layers but one quantized");
   app.add_option("--target-drop", o->target_drop,

@@ -43,6 +43,12 @@ json tensor_json(const TensorRange& r) {
   return t;
 }
 
+json smoothquant_json(const SmoothQuantRecord& r) {
+  json factors = json::object();
+  for (const auto& [name, f] : r.factors) factors[name] = f;
+  return {{"alpha", r.alpha}, {"factors", factors}};
+}
+
 json header_json(const CalibrationTable& table) {
   json inputs = json::array();
   for (const auto& [name, shape] : table.model.inputs) {
@@ -52,7 +58,7 @@ json header_json(const CalibrationTable& table) {
   for (const auto& [k, v] : table.method_params) params[k] = v;
   json provenance = json::object();
   for (const auto& [k, v] : table.provenance) provenance[k] = v;
-  return {
+  json top = {
       {"format", kFormat},
       {"version", kVersion},
       {"model", {{"graph_sha256", table.model.graph_sha256}, {"opset", table.model.opset},
@@ -64,6 +70,8 @@ json header_json(const CalibrationTable& table) {
                        {"histogram_bins", kBins}}},
       {"provenance", provenance},
   };
+  if (table.smoothquant) top["smoothquant"] = smoothquant_json(*table.smoothquant);
+  return top;
 }
 
 }  // namespace
@@ -251,6 +259,36 @@ class JsonReader {
     return {};
   }
 
+  // Factors are finite and > 0 (each divides an activation channel), alpha in [0, 1].
+  Status smoothquant(const json& top, CalibrationTable& table) const {
+    constexpr std::string_view a = "\"smoothquant\"";
+    auto it = top.find("smoothquant");
+    if (it == top.end()) return {};
+    if (!it->is_object()) return error(a, "\"smoothquant\" must be an object");
+    SmoothQuantRecord r;
+    PTQ_ASSIGN_OR_RETURN(r.alpha, number(*it, "alpha", a, false));
+    if (!(r.alpha >= 0.0 && r.alpha <= 1.0)) {
+      return error(a, "smoothquant alpha {} is not in [0, 1]", r.alpha);
+    }
+    auto factors = it->find("factors");
+    if (factors == it->end() || !factors->is_object()) {
+      return error(a, "smoothquant \"factors\" must be an object of arrays");
+    }
+    for (const auto& [name, f] : factors->items()) {
+      if (!f.is_array()) return error(a, "smoothquant factors of '{}' must be an array", name);
+      std::vector<double>& out = r.factors[name];
+      for (const json& v : f) {
+        if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
+          return error(a, "smoothquant factor {} of '{}' is not a finite number > 0", dump(v),
+                       name);
+        }
+        out.push_back(v.get<double>());
+      }
+    }
+    table.smoothquant = std::move(r);
+    return {};
+  }
+
   Expected<CalibrationTable> read() const {
     PTQ_ASSIGN_OR_RETURN(json top, detail::parse_json_text(text_, file_));
     if (!top.is_object()) return error("", "a ptqkit cache is a JSON object");
@@ -266,6 +304,7 @@ class JsonReader {
     CalibrationTable table;
     PTQ_RETURN_IF_ERROR(model(top, table.model));
     PTQ_RETURN_IF_ERROR(calibration(top, table));
+    PTQ_RETURN_IF_ERROR(smoothquant(top, table));
     if (auto p = top.find("provenance"); p != top.end()) {
       if (!p->is_object()) return error("\"provenance\"", "\"provenance\" must be an object");
       for (const auto& [k, v] : p->items()) {

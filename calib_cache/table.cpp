@@ -132,6 +132,7 @@ Expected<CalibrationTable> merge_tables(std::span<const CalibrationTable> shards
   merged.run = merge_run(shards);
   merged.provenance = shards[0].provenance;
   merged.provenance["merged_shards"] = std::to_string(shards.size());
+  merged.smoothquant = shards[0].smoothquant;
   merged.method = "minmax";
   merged.tensors = shards[0].tensors;
   for (auto& [name, r] : merged.tensors) {

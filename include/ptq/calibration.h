@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -143,6 +145,35 @@ struct AcceptedCache {
 // TensorRT or ONNX Runtime file) is taken as it is.
 Expected<AcceptedCache> read_cache_for(const ir::Model& model, const ModelForms& forms,
                                        const std::filesystem::path& path, const CacheUse& use);
+
+// ---- SmoothQuant (docs/SMOOTHQUANT.md) --------------------------------------------------------
+
+struct SmoothQuantRunOptions {
+  planner::SmoothQuantOptions smoothing{};
+  int threads = 1;      // the executor's
+  ProgressFn progress;  // optional; pass 1 of 1
+};
+
+// max |x| per channel of the last axis of each of `tensors` over `dataset`, run on `executor`,
+// whose backend must hand observers host tensors (the CPU backend). One double per channel is
+// kept whatever the sample count; NaN/Inf are skipped (calibration reports them).
+Expected<std::map<std::string, std::vector<double>>> channel_maxima(
+    runtime::Executor& executor, const data::Dataset& dataset,
+    std::span<const std::string> tensors, const ProgressFn& progress = {});
+
+// One pass of `dataset` (bound to `model`) on `backend` measures the channel maxima of every
+// planner::smoothquant_targets tensor, then smooths `model` in place with the factors of those
+// with outlier channels (planner::smoothquant_factors, planner::apply_smoothquant). Returns the
+// record to keep in the calibration table (no factors: nothing was smoothed).
+Expected<calib::SmoothQuantRecord> smoothquant(ir::Model& model, runtime::Backend& backend,
+                                               const data::Dataset& dataset,
+                                               const SmoothQuantRunOptions& options);
+
+// For a quantize from the cache at `path`: when it records SmoothQuant factors (a ptqkit JSON
+// cache), smooths `model` with them and adds the smoothed form to `forms`, so the cache, whose
+// graph hash is the smoothed model's, is accepted. Returns the record, or nullopt.
+Expected<std::optional<calib::SmoothQuantRecord>> smooth_as_cached(
+    ir::Model& model, ModelForms& forms, const std::filesystem::path& path);
 
 // ---- input shapes for planning -----------------------------------------------------------------
 

@@ -266,6 +266,43 @@ bool has_quantization(const ir::Model& model);
 Expected<std::vector<std::string>> quantizable_activations(const ir::Model& model,
                                                            const PlanOptions& options);
 
+// ---- SmoothQuant (docs/SMOOTHQUANT.md) -------------------------------------------------------
+
+struct SmoothQuantOptions {
+  // s_j = max|X_j|^alpha / max|W_j|^(1 - alpha): 0 leaves the activation's range, 1 moves it all.
+  double alpha = 0.5;
+  // A tensor is smoothed when its largest channel max exceeds this many times the median one.
+  double outlier_ratio = 8.0;
+  Status validate() const;  // usage error: alpha outside [0, 1], ratio < 1
+};
+
+// An activation SmoothQuant may smooth: read on its last axis (channels = the weight's K) by
+// one or more MatMul (2-D constant B) or Gemm (transA 0, 2-D constant B) nodes at slot 0.
+struct SmoothTarget {
+  std::string tensor;
+  std::vector<size_t> consumers;  // node indices of those MatMul/Gemm
+  int64_t channels = 0;
+};
+// Every such activation of `model`, in graph order of its first consumer; a tensor whose
+// smoothable readers disagree on K is left out.
+std::vector<SmoothTarget> smoothquant_targets(const ir::Model& model);
+
+// The factors for every target whose channel maxima (`channel_max`, max |x| per last-axis
+// channel over the calibration data) hold an outlier channel, by the rule of `options`;
+// targets missing from `channel_max` are skipped. max|W_j| is taken over all the target's
+// consumers, so one factor serves them all. A factor is 1 where either max is 0.
+Expected<calib::SmoothQuantRecord> smoothquant_factors(
+    const ir::Model& model, const std::map<std::string, std::vector<double>>& channel_max,
+    const SmoothQuantOptions& options);
+
+// Smooths `model` in place: each target tensor X of `record` becomes X / s and its consumers'
+// weights s * W (row j of K). The division folds into the producer where it is a
+// LayerNormalization over the last axis, a Mul by a constant [C] vector, or such a Mul followed
+// by an Add of a constant [C] vector (a spelled-out LayerNorm's affine part), and X is read only
+// by the smoothed nodes; otherwise a Mul by 1/s is inserted before them. Invalid input when a
+// record's tensor is no target of the model or its factor count is not its channel count.
+Status apply_smoothquant(ir::Model& model, const calib::SmoothQuantRecord& record);
+
 // ---- Opset ----------------------------------------------------------------------------------
 
 // Raises the default-domain opset to 13 when every node's op is defined the same way at 13 as at
