@@ -19,7 +19,7 @@ using Runner = std::function<Status()>;
 
 // Options every subcommand shares.
 struct GlobalOptions {
-  bool quiet = false;         // no progress line; warnings still show (--log-level error hides them)
+  bool quiet = false;  // no progress line; warnings still show (--log-level error hides them)
   std::string log_level = "info";
   std::string log_file;
 };

@@ -1,5 +1,5 @@
-// `ptq quantize --input-shape NAME=D,D,…` (or trtexec's NAME:DxD…): the shapes a user gives the planner, the last of the
-// sources calibration::resolve_plan_shapes binds.
+// `ptq quantize --input-shape NAME=D,D,…` (or trtexec's NAME:DxD…): the shapes a user gives
+// the planner, the last of the sources calibration::resolve_plan_shapes binds.
 #pragma once
 
 #include <string>

@@ -124,7 +124,8 @@ std::string close_matches(std::string_view wanted, const std::vector<std::string
 namespace {
 
 // The nodes whose name is `pattern` or matches it as a whole-name ECMAScript regex.
-std::vector<size_t> nodes_matching(const std::string& pattern, const std::vector<std::string>& names) {
+std::vector<size_t> nodes_matching(const std::string& pattern,
+                                   const std::vector<std::string>& names) {
   std::optional<std::regex> re;
   try {
     re.emplace(pattern, std::regex::ECMAScript);
@@ -134,7 +135,8 @@ std::vector<size_t> nodes_matching(const std::string& pattern, const std::vector
   std::vector<size_t> found;
   for (size_t n = 0; n < names.size(); ++n) {
     const std::string& name = names[n];
-    if (!name.empty() && (name == pattern || (re && std::regex_match(name, *re)))) found.push_back(n);
+    const bool match = name == pattern || (re && std::regex_match(name, *re));
+    if (!name.empty() && match) found.push_back(n);
   }
   return found;
 }

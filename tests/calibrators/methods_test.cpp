@@ -38,7 +38,9 @@ TEST(Methods, RegistryListsEveryMethodOnce) {
 
 // What ONNX Runtime's (CalibrationMethod members) and ModelOpt's (max) users type.
 TEST(Methods, OtherToolsNamesStandForRegisteredMethods) {
-  for (const CalibratorInfo& c : calibrators()) EXPECT_EQ(canonical_calibrator_name(c.name), c.name);
+  for (const CalibratorInfo& c : calibrators()) {
+    EXPECT_EQ(canonical_calibrator_name(c.name), c.name);
+  }
   EXPECT_EQ(canonical_calibrator_name("max"), "minmax");
   EXPECT_EQ(canonical_calibrator_name("MinMax"), "minmax");
   EXPECT_EQ(canonical_calibrator_name("Entropy"), "entropy");

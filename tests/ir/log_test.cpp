@@ -30,12 +30,13 @@ TEST(Log, LevelsParseAndNameThemselves) {
   auto bad = parse_level("loud");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().code(), StatusCode::kUsage);
-  EXPECT_EQ(bad.status().message(), "unknown log level 'loud' (choose error, warning, info or debug)");
+  EXPECT_EQ(bad.status().message(),
+            "unknown log level 'loud' (choose error, warning, info or debug)");
 }
 
 TEST(Log, FileReceivesTheMessagesTheLevelShows) {
-  const auto path =
-      std::filesystem::temp_directory_path() / ("ptq_log_test_" + std::to_string(::getpid()) + ".txt");
+  const std::string name = "ptq_log_test_" + std::to_string(::getpid()) + ".txt";
+  const auto path = std::filesystem::temp_directory_path() / name;
   ASSERT_TRUE(set_file(path.string()).is_ok());
   set_level(Level::kWarning);
   EXPECT_TRUE(enabled(Level::kError));

@@ -66,7 +66,9 @@ TEST(Options, QuantizeNodesAndOpTypesRestrictThePlan) {
   o.quantize_op_types = {"Conv"};
   auto p = plan(b.model, b.table(), o);
   ASSERT_TRUE(p.has_value()) << p.status().message();
-  for (const char* conv : {"conv1", "conv2", "conv3"}) EXPECT_TRUE(p->node(conv)->quantized) << conv;
+  for (const char* conv : {"conv1", "conv2", "conv3"}) {
+    EXPECT_TRUE(p->node(conv)->quantized) << conv;
+  }
   EXPECT_FALSE(p->node("fc")->quantized);
   EXPECT_EQ(p->node("fc")->reason, "op type Gemm is not among the op types to quantize");
   EXPECT_FALSE(p->node("gap")->quantized);  // pooling is not in the list either
@@ -104,8 +106,9 @@ TEST(Options, QuantizeNodesNamingNothingIsAnErrorAndAbsentOpTypesAWarning) {
   auto p = plan(b.model, b.table(), o);
   ASSERT_FALSE(p.has_value());
   EXPECT_EQ(p.status().code(), StatusCode::kUsage);
-  EXPECT_EQ(p.status().message(), "node to quantize 'cnv2' matches no node name (did you mean 'conv2', "
-                                  "'conv1', 'conv3'?)");
+  EXPECT_EQ(p.status().message(),
+            "node to quantize 'cnv2' matches no node name (did you mean 'conv2', 'conv1', "
+            "'conv3'?)");
   PlanOptions t;
   t.quantize_op_types = {"Conv", "MatMul"};
   auto q = plan(b.model, b.table(), t);

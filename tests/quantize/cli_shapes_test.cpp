@@ -160,7 +160,8 @@ TEST_F(DynamicShapes, TrtexecShapeSyntaxMatchesTheOriginal) {
   auto bad = run_ptq({"quantize", model(), "--cache", path("c.cache"), "--input-shape",
                       "x:1x8xk", "-o", path("t2.onnx")});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_EQ(bad.err, "ptq: error: --input-shape 'x:1x8xk': 'k' is not a dim (a whole number >= 0)\n");
+  EXPECT_EQ(bad.err,
+            "ptq: error: --input-shape 'x:1x8xk': 'k' is not a dim (a whole number >= 0)\n");
 }
 
 TEST_F(DynamicShapes, DataResolves) {
