@@ -29,7 +29,7 @@ CMAKE_ARGS ?=
 # Ninja when installed (install-deps.sh installs it): it schedules the 2-core CI build better.
 GENERATOR  ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: deps build demo test test-zoo-vulkan test-asan fuzz-smoke bench bench-zoo accuracy-zoo zoo testdata package clean
+.PHONY: deps build demo test test-zoo-vulkan test-asan fuzz-smoke bench bench-zoo bench-ort-int8 accuracy-zoo zoo testdata package clean
 
 # Every set (a development machine).
 deps:
@@ -89,6 +89,11 @@ zoo: testdata
 
 bench-zoo: build testdata
 	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/zoo.py $(BUILD) --perf-md docs/PERF.md
+
+# FP32 against U8S8 and S8S8 INT8 under ONNX Runtime's CPU provider for the zoo's CNNs
+# (docs/PERF.md): the measurement behind `--target ort --ort-ep cpu` choosing uint8.
+bench-ort-int8: build testdata
+	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/ort_int8.py $(BUILD) --perf-md docs/PERF.md
 
 # Every calibration method on every zoo model: INT8 SQNR against FP32 (docs/PERF.md).
 accuracy-zoo: build testdata

@@ -95,9 +95,8 @@ Expected<std::optional<calib::MethodConfig>> method_config(const MethodChoice& m
 Expected<calib::CalibrationTable> read(const std::string& path, bool quiet) {
   calib::Warnings warnings;
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, calib::read_cache(path, &warnings));
-  if (!quiet) {
-    for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-  }
+  (void)quiet;  // -q hides progress only, never warnings
+  for (const std::string& w : warnings) log::warn("{}", w);
   return t;
 }
 
@@ -236,22 +235,19 @@ Status check_command(const CacheOptions& o, const GlobalOptions& global) {
 // ---- convert / merge ------------------------------------------------------------------------
 
 // --from-qdq: the scales of an existing Q/DQ model (e.g. exported from QAT) as a cache.
-Status convert_from_qdq(const CacheOptions& o, const std::optional<calib::MethodConfig>& method,
-                        const GlobalOptions& global) {
+Status convert_from_qdq(const CacheOptions& o, const std::optional<calib::MethodConfig>& method) {
   if (method) return usage_error("--method cannot recompute a table read from Q/DQ scales");
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.convert_from_qdq));
   std::vector<std::string> warnings;
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, report::qdq_to_table(model, &warnings));
   t.provenance["model"] = o.convert_from_qdq;
-  if (!global.quiet) {
-    for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-  }
+  for (const std::string& w : warnings) log::warn("{}", w);
   return write_output(t, o.convert_out);
 }
 
 Status convert_command(const CacheOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(std::optional<calib::MethodConfig> method, method_config(o.convert_method));
-  if (!o.convert_from_qdq.empty()) return convert_from_qdq(o, method, global);
+  if (!o.convert_from_qdq.empty()) return convert_from_qdq(o, method);
   if (o.convert_in.empty()) return usage_error("ptq cache convert: give a CACHE or --from-qdq MODEL");
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, read(o.convert_in, global.quiet));
   if (method) PTQ_RETURN_IF_ERROR(calib::recalibrate(t, *method));

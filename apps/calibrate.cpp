@@ -18,6 +18,7 @@
 #include "backend_options.h"
 #include "command.h"
 #include "data_options.h"
+#include "json_output.h"
 #include "method_options.h"
 #include "phase_times.h"
 #include "progress.h"
@@ -45,6 +46,7 @@ struct CalibrateOptions {
   bool ignore_nonfinite = false;
   bool ranges_only = false;
   std::string ranges;
+  bool json = false;
 };
 
 void report_nonfinite(const calib::CalibrationTable& table) {
@@ -57,6 +59,19 @@ void report_nonfinite(const calib::CalibrationTable& table) {
   }
   fmt::print(stderr, "ptq calibrate: --ignore-nonfinite skipped {} non-finite value(s){}{}\n", total,
              where.empty() ? "" : " in ", fmt::join(where, ", "));
+}
+
+void print_report(const CalibrateOptions& o, const calib::CalibrationTable& table, int64_t samples,
+                  const PhaseTimes& times) {
+  Json written = {{"cache", o.out}};
+  if (!o.trt_cache.empty()) written["trt_cache"] = o.trt_cache;
+  print_json({{"command", "calibrate"},
+              {"model", o.model},
+              {"written", std::move(written)},
+              {"method", table.method},
+              {"samples", samples},
+              {"tensors", calibrated_tensors_json(table)},
+              {"seconds", seconds_json(times)}});
 }
 
 Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
@@ -86,9 +101,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   if (!o.ranges.empty()) {
     calib::Warnings warnings;
     PTQ_ASSIGN_OR_RETURN(common, calib::read_cache(o.ranges, &warnings));
-    if (!global.quiet) {
-      for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-    }
+    for (const std::string& w : warnings) log::warn("{}", w);
     co.common_ranges = &*common;
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
@@ -127,6 +140,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   times.mark("write caches");
   engines = CalibrationEngines{};
   times.mark("release backend");
+  if (o.json) print_report(o, table, dataset.size(), times);
   return Status::ok();
 }
 
@@ -154,6 +168,9 @@ Runner register_calibrate(CLI::App& app, GlobalOptions& global) {
                "sharded phase 1: run the range pass only and write a ranges cache");
   app.add_option("--ranges", o->ranges,
                  "sharded phase 2: bin histograms over this merged ranges cache (ptq cache merge)");
+  app.add_flag("--json", o->json,
+               "print what was written, the calibrated tensors and the phase times as JSON on "
+               "stdout");
   return [o, &global]() { return calibrate_command(*o, global); };
 }
 

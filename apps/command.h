@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ptq/status.h"
+#include "ptq/util/log.h"
 
 namespace ptq::apps {
 
@@ -18,7 +19,9 @@ using Runner = std::function<Status()>;
 
 // Options every subcommand shares.
 struct GlobalOptions {
-  bool quiet = false;
+  bool quiet = false;  // no progress line; warnings still show (--log-level error hides them)
+  std::string log_level = "info";
+  std::string log_file;
 };
 
 // Checks for counts (--threads, --parallel, ...): "expected a number >= 0, not '-2'" where

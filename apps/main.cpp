@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "env_options.h"
+#include "ptq/util/log.h"
 #include "ptq/version.h"
 
 namespace {
@@ -37,8 +38,15 @@ void tune_malloc() {
 }
 
 int fail(int code, const std::string& message) {
-  fmt::print(stderr, "ptq: error: {}\n", message);
+  ptq::log::write(ptq::log::Level::kError, message);
   return code;
+}
+
+// --log-level and --log-file, set before the subcommand runs.
+ptq::Status configure_log(const ptq::apps::GlobalOptions& global) {
+  PTQ_ASSIGN_OR_RETURN(ptq::log::Level level, ptq::log::parse_level(global.log_level));
+  ptq::log::set_level(level);
+  return ptq::log::set_file(global.log_file);
 }
 
 }  // namespace
@@ -54,7 +62,12 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, Runner> runners;
   auto add = [&](Runner (*reg)(CLI::App&, GlobalOptions&), const char* name, const char* help) {
     CLI::App* sub = app.add_subcommand(name, help);
-    sub->add_flag("--quiet,-q", global.quiet, "no progress line");
+    sub->add_flag("--quiet,-q", global.quiet,
+                  "no progress line (warnings still show; --log-level error hides them)");
+    sub->add_option("--log-level", global.log_level,
+                    "messages shown on stderr: error, warning, info or debug")
+        ->capture_default_str();
+    sub->add_option("--log-file", global.log_file, "also write the messages to this file");
     runners[sub] = reg(*sub, global);
   };
 #define PTQ_COMMAND(name) add(&register_##name, #name, "");
@@ -72,6 +85,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail(2, e.what());
   }
+  if (ptq::Status s = configure_log(global); !s.is_ok()) return fail(s.exit_code(), s.message());
   try {
     for (auto& [sub, run] : runners) {
       if (sub->parsed()) {

@@ -1,8 +1,9 @@
 // `ptq quantize MODEL (--data SRC [calibrate's options] | --cache CACHE) -o OUT.onnx
-//  [--target tensorrt|ort] [--exclude NODE,…] [--exclude-op-types T,…] [--per-tensor-weights]
-//  [--weights-float] [--activation-type int8|uint8] [--cache-out CACHE.json]
-//  [--trt-cache CACHE.cache] [--input-shape NAME=D,D…[;…]] [--force] [--requantize]
-//  [--external-data] [--smoothquant [ALPHA]]`
+//  [--target tensorrt|ort [--ort-ep cpu|cuda|tensorrt]] [--activation-type int8|uint8]
+//  [--exclude NODE,…] [--exclude-op-types T,…] [--nodes-to-quantize NODE,…]
+//  [--op-types-to-quantize T,…] (plan_options.h) [--per-tensor-weights] [--weights-float]
+//  [--cache-out CACHE.json] [--trt-cache CACHE.cache] [--input-shape NAME=D,D…[;…]]
+//  [--force] [--requantize] [--external-data] [--smoothquant [ALPHA]] [--json]`
 // writes the Q/DQ model. With --data it calibrates first (the calibration driver, as `ptq
 // calibrate`) and writes the cache beside the output; with --cache it reuses a cache of any
 // format (ptqkit JSON, TensorRT text, ONNX Runtime) and needs no data.
@@ -31,8 +32,11 @@
 #include "command.h"
 #include "data_options.h"
 #include "method_options.h"
+#include "plan_options.h"
 #include "progress.h"
 #include "input_shapes.h"
+#include "json_output.h"
+#include "phase_times.h"
 #include "run_date.h"
 #include "smoothquant_options.h"
 #include "ptq/calib_cache.h"
@@ -62,12 +66,9 @@ struct QuantizeOptions {
   std::string trt_cache;
   std::string trt_version = "8.6.1";
   std::string trt_algo;
-  std::string target = "tensorrt";
-  std::vector<std::string> exclude;
-  std::vector<std::string> exclude_op_types;
+  PlanFlags plan;  // --target, --ort-ep, --activation-type, node selections
   bool per_tensor_weights = false;
   bool weights_float = false;
-  std::string activation_type = "int8";
   int64_t min_conv_channels = 16;
   bool quantize_matrix_vector = false;
   std::vector<std::string> input_shapes;
@@ -76,6 +77,7 @@ struct QuantizeOptions {
   bool requantize = false;
   bool external_data = false;
   SmoothQuantOption smoothquant;
+  bool json = false;
 };
 
 // OUT.onnx -> OUT.calib.json beside it.
@@ -85,16 +87,11 @@ fs::path default_cache_out(const fs::path& out) {
   return p.string() + ".calib.json";
 }
 
-void warn(const GlobalOptions& global, const std::string& message) {
-  if (!global.quiet) fmt::print(stderr, "ptq: warning: {}\n", message);
-}
+void warn(const GlobalOptions&, const std::string& message) { log::warn("{}", message); }
 
 Expected<planner::PlanOptions> plan_options(const QuantizeOptions& o) {
   planner::PlanOptions p;
-  PTQ_ASSIGN_OR_RETURN(p.target, planner::parse_target(o.target));
-  PTQ_ASSIGN_OR_RETURN(p.activation_type, planner::parse_activation_type(o.activation_type));
-  p.exclude_nodes = o.exclude;
-  p.exclude_op_types = o.exclude_op_types;
+  PTQ_RETURN_IF_ERROR(set_plan_flags(o.plan, p));
   p.per_tensor_weights = o.per_tensor_weights;
   p.weights_float = o.weights_float;
   p.min_conv_channels = o.min_conv_channels;
@@ -196,24 +193,26 @@ Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model, con
   return std::move(cache.table);
 }
 
+// The JSON cache written: --cache-out, else with --data OUT.calib.json, else none.
+std::optional<fs::path> json_cache_out(const QuantizeOptions& o) {
+  if (!o.cache_out.empty()) return fs::path(o.cache_out);
+  if (o.cache.empty()) return default_cache_out(o.out);
+  return std::nullopt;
+}
+
 Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions& o,
                     const GlobalOptions& global) {
-  std::optional<fs::path> json_out;
-  if (!o.cache_out.empty()) {
-    json_out = o.cache_out;
-  } else if (o.cache.empty()) {
-    json_out = default_cache_out(o.out);
-  }
-  if (json_out) {
+  const bool say = !global.quiet && !o.json;
+  if (std::optional<fs::path> json_out = json_cache_out(o)) {
     PTQ_RETURN_IF_ERROR(calib::write_cache(table, *json_out, {.format = calib::CacheFormat::kJson}));
-    if (!global.quiet) fmt::print("calibration cache: {}\n", json_out->string());
+    if (say) fmt::print("calibration cache: {}\n", json_out->string());
   }
   if (!o.trt_cache.empty()) {
     PTQ_ASSIGN_OR_RETURN(calib::TrtVersion version, calib::parse_trt_version(o.trt_version));
     calib::WriteOptions wo{.format = calib::CacheFormat::kTensorRT};
     wo.trt = {version, o.trt_algo};
     PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.trt_cache, wo));
-    if (!global.quiet) fmt::print("TensorRT cache: {}\n", o.trt_cache);
+    if (say) fmt::print("TensorRT cache: {}\n", o.trt_cache);
   }
   return Status::ok();
 }
@@ -229,7 +228,7 @@ std::string list_head(const std::vector<std::string>& names, size_t limit = 12) 
 
 void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
                    int64_t before_weights, const ir::Model& after, const std::string& method) {
-  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, o.target, method);
+  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, o.plan.target, method);
   fmt::print("  Q/DQ nodes:        {} QuantizeLinear, {} DequantizeLinear\n", r.quantize_nodes,
              r.dequantize_nodes);
   fmt::print("  quantized layers:  {}{}\n", r.quantized_nodes.size(), list_head(r.quantized_nodes));
@@ -241,6 +240,29 @@ void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
   if (o.external_data) out_file += file_bytes(fs::path(o.out).string() + ".data");
   fmt::print("  size:              {} -> {} (weights {} -> {})\n", size_str(in_file),
              size_str(out_file), size_str(before_weights), size_str(weight_bytes(after)));
+}
+
+void print_report(const QuantizeOptions& o, const planner::PlanOptions& plan,
+                  const planner::QuantizeResult& r, const std::string& method,
+                  const PhaseTimes& times) {
+  Json written = {{"model", o.out}};
+  if (o.external_data) written["external_data"] = o.out + ".data";
+  if (std::optional<fs::path> cache = json_cache_out(o)) written["cache"] = cache->string();
+  if (!o.trt_cache.empty()) written["trt_cache"] = o.trt_cache;
+  const bool uint8 = plan.activation_type == planner::ActivationType::kUInt8;
+  print_json({{"command", "quantize"},
+              {"model", o.model},
+              {"written", std::move(written)},
+              {"target", std::string(planner::target_name(plan.target))},
+              {"activation_type", uint8 ? "uint8" : "int8"},
+              {"method", method},
+              {"quantize_linear_nodes", r.quantize_nodes},
+              {"dequantize_linear_nodes", r.dequantize_nodes},
+              {"quantized_nodes", r.quantized_nodes},
+              {"tensors", quantized_tensors_json(r, method)},
+              {"float", float_set_json(r)},
+              {"warnings", r.warnings},
+              {"seconds", seconds_json(times)}});
 }
 
 // Where the planner's input shapes come from, in order (calibration::resolve_plan_shapes). A
@@ -271,7 +293,9 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   const int threads = o.threads > 0 ? o.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
+  PhaseTimes times;
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
+  times.mark("load model");
   const int64_t before_weights = weight_bytes(model);
   calibration::ModelForms forms(model);
   PTQ_RETURN_IF_ERROR(prepare_model(model, o, forms, global));
@@ -287,6 +311,7 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
     PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
     PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, forms, global));
   }
+  times.mark(have_data ? "calibrate" : "read cache");
   PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
 
   plan.method = table.method;
@@ -296,6 +321,7 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
       model, shape_sources(o, fed, table, std::move(flag_shapes)), *cpu, threads, plan));
   PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
+  times.mark("quantize");
   for (const std::string& w : result.warnings) warn(global, w);
   for (const std::string& w : report::clipping_warnings(model, table)) warn(global, w);
   if (Status s = onnx::check_model(model); !s.is_ok()) {
@@ -304,7 +330,12 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   onnx::SaveOptions so;
   so.external_data = o.external_data;
   PTQ_RETURN_IF_ERROR(onnx::save_model(model, o.out, so));
-  if (!global.quiet) print_summary(o, result, before_weights, model, table.method);
+  times.mark("write model");
+  if (o.json) {
+    print_report(o, plan, result, table.method, times);
+  } else if (!global.quiet) {
+    print_summary(o, result, before_weights, model, table.method);
+  }
   return Status::ok();
 }
 
@@ -334,30 +365,22 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("--trt-version", o->trt_version, "TensorRT version of that cache's header")
       ->capture_default_str();
   app.add_option("--trt-algo", o->trt_algo, trt_algo_help());
-  app.add_option("--target", o->target, "who runs the model: tensorrt or ort")->capture_default_str();
-  app.add_option("--exclude", o->exclude,
-                 "nodes left float: names or regexes matched against whole names (comma-separated, "
-                 "repeatable)")
-      ->delimiter(',');
-  app.add_option("--exclude-op-types", o->exclude_op_types, "op types left float (e.g. MatMul,Gemm)")
-      ->delimiter(',');
+  add_plan_options(app, o->plan);
   app.add_flag("--per-tensor-weights", o->per_tensor_weights,
                "one scale per weight tensor instead of one per output channel");
   app.add_flag("--weights-float", o->weights_float,
                "tensorrt: keep float weights and put Q+DQ after them instead of int8 + DQ");
-  app.add_option("--activation-type", o->activation_type,
-                 "int8 (symmetric) or uint8 (asymmetric, --target ort only)")
-      ->capture_default_str();
   app.add_option("--min-conv-channels", o->min_conv_channels,
                  "convs with fewer input channels stay float (0: quantize every conv)")
       ->capture_default_str()
       ->check(at_least(0));
   app.add_flag("--quantize-matrix-vector", o->quantize_matrix_vector,
                "also quantize MatMuls with M or N = 1");
-  app.add_option("--input-shape", o->input_shapes,
+  app.add_option("--input-shape,--shapes", o->input_shapes,
                  "input shapes the planner decides with where the model's are symbolic, as "
-                 "NAME=D,D,… (e.g. x=1,128; several joined by ';' or the option repeated); "
-                 "--data's batches and a JSON cache's recorded shapes come first")
+                 "NAME=D,D,… (e.g. x=1,128; several joined by ';' or the option repeated) or "
+                 "trtexec's NAME:DxD… (e.g. x:1x3x224x224,y:1x10); --data's batches and a JSON "
+                 "cache's recorded shapes come first")
       ->delimiter(';');
   app.add_flag("--no-fold-batchnorm", o->no_fold_batchnorm,
                "keep BatchNormalization after quantized convs instead of folding it");
@@ -366,6 +389,9 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_flag("--external-data", o->external_data,
                "store large initializers in OUT.onnx.data beside the model");
   add_smoothquant_option(app, o->smoothquant);
+  app.add_flag("--json", o->json,
+               "print what was written, the quantized tensors, what stayed float and why, and "
+               "the phase times as JSON on stdout, in place of the summary");
   return [o, &global]() { return quantize_command(*o, global); };
 }
 

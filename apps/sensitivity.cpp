@@ -76,9 +76,7 @@ Expected<calib::CalibrationTable> get_table(const ir::Model& model, const Sensit
     PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
                          calibration::read_cache_for(model, calibration::ModelForms(model), o.cache,
                                                      {.force = o.force}));
-    if (!global.quiet) {
-      for (const std::string& w : cache.warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-    }
+    for (const std::string& w : cache.warnings) log::warn("{}", w);
     return std::move(cache.table);
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset calib_data, open_dataset(o.data, model.graph));
@@ -119,9 +117,8 @@ Status write_html(const SensitivityOptions& o, const ir::Model& shown, const std
       std::string html,
       sens::report_html(report_text, o.out, shown, label, "ptq sensitivity: " + o.model,
                         fmt::format("ptq {}", calibration::ptqkit_version()), &warnings));
-  if (!quiet) {
-    for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-  }
+  (void)quiet;  // -q hides progress only, never warnings
+  for (const std::string& w : warnings) log::warn("{}", w);
   return util::write_file_atomic(o.html, html);
 }
 

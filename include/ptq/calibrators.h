@@ -123,6 +123,9 @@ std::span<const CalibratorInfo> calibrators();
 std::span<const CalibratorParam> calibrator_params();
 // The calibrator called `name`, or null.
 const CalibratorInfo* find_calibrator(std::string_view name);
+// The registered name that `name` stands for: a registered name itself, its ONNX Runtime
+// CalibrationMethod member ("MinMax") or ModelOpt's "max" (minmax); "" for no calibrator.
+std::string_view canonical_calibrator_name(std::string_view name);
 // "entropy, minmax, mse, percentile" (for usage messages).
 std::string calibrator_names();
 // "entropy, minmax, mse or percentile" (for help); with `weights_only` the weight methods only.

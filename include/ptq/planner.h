@@ -39,6 +39,20 @@ std::string_view target_name(Target target);            // "tensorrt" | "ort"
 Expected<Target> parse_target(std::string_view name);    // usage error listing the choices
 Expected<ActivationType> parse_activation_type(std::string_view name);  // "int8" | "uint8"
 
+// Where a kOrt model runs: the ONNX Runtime execution provider.
+enum class OrtProvider { kCpu, kCuda, kTensorRT };
+std::string_view ort_provider_name(OrtProvider provider);  // "cpu" | "cuda" | "tensorrt"
+Expected<OrtProvider> parse_ort_provider(std::string_view name);  // usage error listing them
+
+// The activation type a runtime runs fastest, and why in a few words.
+struct ActivationChoice {
+  ActivationType type = ActivationType::kInt8;
+  std::string_view why;
+};
+// kTensorRT: int8 (all it takes). kOrt: uint8 on the CPU provider (its x86 kernels run U8S8
+// far faster than S8S8), int8 on CUDA and TensorRT (symmetric S8S8). docs/PERF.md measures it.
+ActivationChoice fastest_activation_type(Target target, OrtProvider provider);
+
 struct PlanOptions {
   Target target = Target::kTensorRT;
   // Nodes left float: each entry matches a node name exactly or as an ECMAScript regex matched
@@ -46,6 +60,12 @@ struct PlanOptions {
   std::vector<std::string> exclude_nodes;
   // Op types left float (e.g. "MatMul"). An op type absent from the model is a warning.
   std::vector<std::string> exclude_op_types;
+  // When not empty, only the nodes these name (entries as in exclude_nodes; one matching
+  // nothing is an error) or of these op types (absent: a warning) are quantized; every other
+  // node stays float, as ONNX Runtime's nodes_to_quantize and op_types_to_quantize. The
+  // exclusions above still apply within them.
+  std::vector<std::string> quantize_nodes;
+  std::vector<std::string> quantize_op_types;
   bool per_tensor_weights = false;  // one scale per weight tensor instead of per output channel
   // kTensorRT only: keep weights float and put Q + DQ after them (instead of int8 + DQ).
   bool weights_float = false;
@@ -200,6 +220,14 @@ class Planner {
   std::unique_ptr<Impl> impl_;
 };
 
+// An activation given a Q/DQ pair, with what it holds.
+struct QuantizedActivation {
+  std::string tensor;
+  float scale = 1.0f;
+  int32_t zero_point = 0;
+  calib::TensorRange range;  // its scale group's (no histogram)
+};
+
 struct QuantizeResult {
   int64_t quantize_nodes = 0;    // QuantizeLinear nodes inserted
   int64_t dequantize_nodes = 0;  // DequantizeLinear nodes inserted
@@ -207,6 +235,10 @@ struct QuantizeResult {
   int64_t quantized_weights = 0;  // weight tensors stored as int8 (or Q/DQ'd with weights_float)
   std::vector<std::string> quantized_nodes;  // labels of nodes reading Q/DQ of their own unit
   std::vector<std::string> float_tensors;    // as Plan::float_tensors
+  std::vector<QuantizedActivation> activations;  // in the order their Q/DQ were inserted
+  // Nodes that stayed float for a reason other than having no quantization rule or being
+  // folded (excluded, outside the nodes to quantize, no calibrated range, …), with the reason.
+  std::vector<NodePlan> float_nodes;
   std::vector<std::string> warnings;
 };
 

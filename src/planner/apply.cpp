@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ptq/ir/builders.h"
+#include "marking.h"
 #include "rewrite.h"
 
 namespace ptq::planner {
@@ -62,6 +63,9 @@ class Rewriter {
     write_metadata();
     for (const NodePlan& n : plan_.nodes) {
       if (n.quantized) result_.quantized_nodes.push_back(n.name.empty() ? n.unit : n.name);
+      if (!n.quantized && n.reason != kNoRuleReason && n.reason.rfind("folded into", 0) != 0) {
+        result_.float_nodes.push_back(n);
+      }
     }
     result_.float_tensors = plan_.float_tensors;
     return std::move(result_);
@@ -130,6 +134,9 @@ class Rewriter {
                               {q_out, s.scale_name, s.zp_name}, dq_out, -1));
     result_.quantize_nodes += 1;
     result_.dequantize_nodes += 1;
+    calib::TensorRange range = groups_.at(group_of_.at(tensor))->range;
+    range.histogram.clear();
+    result_.activations.push_back({tensor, s.scale, s.zero_point, std::move(range)});
     chain_out_[tensor] = dq_out;
     return dq_out;
   }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,9 @@
 #include "ptq/planner.h"
 
 namespace ptq::planner {
+
+// NodePlan::reason of a node no placement rule looked at.
+inline constexpr std::string_view kNoRuleReason = "no quantization rule for this op type (float)";
 
 class Marking {
  public:
