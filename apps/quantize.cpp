@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "command.h"
 #include "data_options.h"
 #include "method_options.h"
+#include "plan_options.h"
 #include "progress.h"
 #include "input_shapes.h"
 #include "run_date.h"
@@ -61,16 +63,9 @@ struct QuantizeOptions {
   std::string trt_cache;
   std::string trt_version = "8.6.1";
   std::string trt_algo;
-  std::string target = "tensorrt";
-  std::vector<std::string> exclude;
-  std::vector<std::string> exclude_op_types;
-  bool per_tensor_weights = false;
-  bool weights_float = false;
-  std::string activation_type = "int8";
-  int64_t min_conv_channels = 16;
-  bool quantize_matrix_vector = false;
+  PlanFlags plan;
+  std::set<std::string> given;  // the recorded options given on the command line
   std::vector<std::string> input_shapes;
-  bool no_fold_batchnorm = false;
   bool force = false;
   bool requantize = false;
   bool external_data = false;
@@ -85,22 +80,6 @@ fs::path default_cache_out(const fs::path& out) {
 
 void warn(const GlobalOptions& global, const std::string& message) {
   if (!global.quiet) fmt::print(stderr, "ptq: warning: {}\n", message);
-}
-
-Expected<planner::PlanOptions> plan_options(const QuantizeOptions& o) {
-  planner::PlanOptions p;
-  PTQ_ASSIGN_OR_RETURN(p.target, planner::parse_target(o.target));
-  PTQ_ASSIGN_OR_RETURN(p.activation_type, planner::parse_activation_type(o.activation_type));
-  p.exclude_nodes = o.exclude;
-  p.exclude_op_types = o.exclude_op_types;
-  p.per_tensor_weights = o.per_tensor_weights;
-  p.weights_float = o.weights_float;
-  p.min_conv_channels = o.min_conv_channels;
-  p.quantize_matrix_vector = o.quantize_matrix_vector;
-  p.fold_batchnorm = !o.no_fold_batchnorm;
-  p.ptqkit_version = std::string(calibration::ptqkit_version());
-  PTQ_RETURN_IF_ERROR(p.validate());
-  return p;
 }
 
 int64_t count_op(const ir::Model& model, std::string_view op) {
@@ -182,14 +161,16 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   return table;
 }
 
-// Reads --cache, refused when calibrated for another graph than any form of the model.
+// Reads --cache, refused when calibrated for another graph than any form of the model or with
+// options that disagree with those given; the options it records and were not given are taken.
 Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model, const QuantizeOptions& o,
-                                                     const planner::PlanOptions& plan,
+                                                     calibration::QuantizeSettings& settings,
                                                      const calibration::ModelForms& forms,
                                                      const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
                        calibration::read_cache_for(model, forms, o.cache,
-                                                   {.force = o.force, .plan = &plan}));
+                                                   {.force = o.force, .settings = &settings,
+                                                    .given = o.given}));
   for (const std::string& w : cache.warnings) warn(global, w);
   return std::move(cache.table);
 }
@@ -216,6 +197,20 @@ Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions&
   return Status::ok();
 }
 
+// --bias-correction: measured on --data (then the options are recorded in the cache written),
+// else taken from --cache.
+Status correct_biases(const ir::Model& model, const QuantizeOptions& o, int threads,
+                      calib::CalibrationTable& table, calibration::QuantizeSettings& settings) {
+  std::optional<data::Dataset> dataset;
+  if (!o.data.data.empty() && settings.bias_correction) {
+    PTQ_ASSIGN_OR_RETURN(dataset, open_dataset(o.data, model.graph));
+  }
+  PTQ_RETURN_IF_ERROR(calibration::use_bias_correction(model, table, dataset ? &*dataset : nullptr,
+                                                       threads, settings));
+  if (!o.data.data.empty()) calibration::record_settings(settings, table);
+  return Status::ok();
+}
+
 // ": a, b, c" for a list, the first `limit` names and "… (N more)" beyond.
 std::string list_head(const std::vector<std::string>& names, size_t limit = 12) {
   if (names.empty()) return "";
@@ -226,12 +221,14 @@ std::string list_head(const std::vector<std::string>& names, size_t limit = 12) 
 }
 
 void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
-                   int64_t before_weights, const ir::Model& after, const std::string& method) {
-  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, o.target, method);
+                   int64_t before_weights, const ir::Model& after, const std::string& method,
+                   planner::Target target) {
+  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, planner::target_name(target), method);
   fmt::print("  Q/DQ nodes:        {} QuantizeLinear, {} DequantizeLinear\n", r.quantize_nodes,
              r.dequantize_nodes);
   fmt::print("  quantized layers:  {}{}\n", r.quantized_nodes.size(), list_head(r.quantized_nodes));
   if (r.folded_batchnorms > 0) fmt::print("  folded BatchNorms: {}\n", r.folded_batchnorms);
+  if (r.corrected_biases > 0) fmt::print("  corrected biases:  {}\n", r.corrected_biases);
   fmt::print("  float tensors:     {}{}\n", r.float_tensors.size(),
              r.float_tensors.empty() ? "" : " (no calibrated range)" + list_head(r.float_tensors, 1000));
   const int64_t in_file = file_bytes(o.model);
@@ -264,7 +261,8 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   if (have_data == !o.cache.empty()) {
     return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
   }
-  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan, plan_options(o));
+  PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
+  planner::PlanOptions& plan = settings.plan;
   PTQ_ASSIGN_OR_RETURN(onnx::InputShapes flag_shapes, parse_input_shapes(o.input_shapes));
   const int threads = o.threads > 0 ? o.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -279,16 +277,17 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   if (have_data) {
     PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global, fed));
   } else {
-    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, forms, global));
+    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, settings, forms, global));
   }
-  PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
-
-  plan.method = table.method;
-  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
   plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
   const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
   PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
       model, shape_sources(o, fed, table, std::move(flag_shapes)), *cpu, threads, plan));
+  PTQ_RETURN_IF_ERROR(correct_biases(model, o, threads, table, settings));
+  PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
+
+  plan.method = table.method;
+  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
   PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
   for (const std::string& w : result.warnings) warn(global, w);
   for (const std::string& w : report::clipping_warnings(model, table)) warn(global, w);
@@ -298,7 +297,7 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   onnx::SaveOptions so;
   so.external_data = o.external_data;
   PTQ_RETURN_IF_ERROR(onnx::save_model(model, o.out, so));
-  if (!global.quiet) print_summary(o, result, before_weights, model, table.method);
+  if (!global.quiet) print_summary(o, result, before_weights, model, table.method, plan.target);
   return Status::ok();
 }
 
@@ -328,38 +327,22 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("--trt-version", o->trt_version, "TensorRT version of that cache's header")
       ->capture_default_str();
   app.add_option("--trt-algo", o->trt_algo, trt_algo_help());
-  app.add_option("--target", o->target, "who runs the model: tensorrt or ort")->capture_default_str();
-  app.add_option("--exclude", o->exclude,
-                 "nodes left float: names or regexes matched against whole names (comma-separated, "
-                 "repeatable)")
-      ->delimiter(',');
-  app.add_option("--exclude-op-types", o->exclude_op_types, "op types left float (e.g. MatMul,Gemm)")
-      ->delimiter(',');
-  app.add_flag("--per-tensor-weights", o->per_tensor_weights,
-               "one scale per weight tensor instead of one per output channel");
-  app.add_flag("--weights-float", o->weights_float,
-               "tensorrt: keep float weights and put Q+DQ after them instead of int8 + DQ");
-  app.add_option("--activation-type", o->activation_type,
-                 "int8 (symmetric) or uint8 (asymmetric, --target ort only)")
-      ->capture_default_str();
-  app.add_option("--min-conv-channels", o->min_conv_channels,
-                 "convs with fewer input channels stay float (0: quantize every conv)")
-      ->capture_default_str()
-      ->check(at_least(0));
-  app.add_flag("--quantize-matrix-vector", o->quantize_matrix_vector,
-               "also quantize MatMuls with M or N = 1");
+  add_plan_options(app, o->plan);
   app.add_option("--input-shape", o->input_shapes,
                  "input shapes the planner decides with where the model's are symbolic, as "
                  "NAME=D,D,… (e.g. x=1,128; several joined by ';' or the option repeated); "
                  "--data's batches and a JSON cache's recorded shapes come first")
       ->delimiter(';');
-  app.add_flag("--no-fold-batchnorm", o->no_fold_batchnorm,
-               "keep BatchNormalization after quantized convs instead of folding it");
-  app.add_flag("--force", o->force, "use a cache calibrated for another graph");
+  app.add_flag("--force", o->force,
+               "use a cache calibrated for another graph, or recording other options than those "
+               "given (the given ones win)");
   app.add_flag("--requantize", o->requantize, "strip the Q/DQ of an already quantized model first");
   app.add_flag("--external-data", o->external_data,
                "store large initializers in OUT.onnx.data beside the model");
-  return [o, &global]() { return quantize_command(*o, global); };
+  return [o, &global, &app]() {
+    o->given = given_plan_flags(app);
+    return quantize_command(*o, global);
+  };
 }
 
 }  // namespace ptq::apps

@@ -61,6 +61,12 @@ struct CalibrationTable {
   RunInfo run;
   // Free-form extras recorded in the JSON cache (e.g. "trt_version" read from a TensorRT cache).
   std::map<std::string, std::string> provenance;
+  // The options a model was quantized with from this table (`ptq quantize` records them:
+  // calibration::record_settings), one key each; empty when none were recorded.
+  std::map<std::string, std::string> options;
+  // Bias corrections measured with this table, per quantization unit, one per output channel
+  // (planner::PlanOptions::bias_corrections); empty without --bias-correction.
+  std::map<std::string, std::vector<double>> bias_corrections;
 
   const TensorRange* find(const std::string& name) const {
     auto it = tensors.find(name);
