@@ -38,10 +38,25 @@ Expected<ir::Tensor> corrected(const ir::Node& node, const ir::Tensor* bias,
   return out;
 }
 
+// The constant value of `name`, looking through Identity nodes (exporters share equal
+// constants that way: squeezenet's zero biases).
+const ir::Tensor* constant_through_identity(const ir::Graph& graph, std::string name) {
+  for (size_t hops = 0; hops <= graph.nodes.size(); ++hops) {
+    if (const ir::Tensor* t = find_constant(graph, name)) return t;
+    auto it = std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const ir::Node& n) {
+      return n.op_type == "Identity" && !n.outputs.empty() && n.outputs[0] == name;
+    });
+    if (it == graph.nodes.end()) return nullptr;
+    name = it->input(0);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Expected<int64_t> correct_biases(ir::Graph& graph, const Plan& plan, NameSet& names,
-                                 std::set<std::string>& replaced) {
+                                 std::set<std::string>& replaced,
+                                 std::vector<std::string>& warnings) {
   const auto& corrections = plan.options.bias_corrections;
   int64_t count = 0;
   for (size_t i = 0; i < plan.nodes.size() && !corrections.empty(); ++i) {
@@ -54,9 +69,11 @@ Expected<int64_t> correct_biases(ir::Graph& graph, const Plan& plan, NameSet& na
     }
     const size_t slot = static_cast<size_t>(op->bias_slot);
     const std::string old = node.input(slot);
-    const ir::Tensor* bias = old.empty() ? nullptr : find_constant(graph, old);
+    const ir::Tensor* bias = old.empty() ? nullptr : constant_through_identity(graph, old);
     if (!old.empty() && bias == nullptr) {
-      return invalid_input("{}: bias '{}' is not a constant; it cannot be corrected", node.label(), old);
+      warnings.push_back(fmt::format("{}: bias '{}' is computed, not a constant: not corrected",
+                                     node.label(), old));
+      continue;
     }
     const ir::Tensor* w = find_constant(graph, node.input(op->weight_slot));
     if (w == nullptr ||
@@ -68,7 +85,7 @@ Expected<int64_t> correct_biases(ir::Graph& graph, const Plan& plan, NameSet& na
     const std::string fresh = names.fresh((old.empty() ? node.input(op->weight_slot) + "_bias" : old) +
                                           "_corrected");
     graph.add_initializer(fresh, std::move(value));
-    if (!old.empty()) replaced.insert(old);
+    if (!old.empty() && find_constant(graph, old) != nullptr) replaced.insert(old);
     node.inputs.resize(std::max(node.inputs.size(), slot + 1));
     node.inputs[slot] = fresh;
     ++count;

@@ -43,8 +43,9 @@ Status fold_batchnorms(ir::Graph& graph, const Plan& plan, NameSet& names, std::
 
 // Subtracts PlanOptions::bias_corrections from the biases of the nodes whose weights the plan
 // quantizes (a bias is added where there is none), under fresh names; the old bias names go to
-// `replaced`. Returns how many biases changed.
+// `replaced`. A bias computed by other nodes than Identity is left, with a warning. Returns how
+// many biases changed.
 Expected<int64_t> correct_biases(ir::Graph& graph, const Plan& plan, NameSet& names,
-                                 std::set<std::string>& replaced);
+                                 std::set<std::string>& replaced, std::vector<std::string>& warnings);
 
 }  // namespace ptq::planner
