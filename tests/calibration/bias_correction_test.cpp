@@ -193,6 +193,33 @@ TEST(BiasCorrection, ShrinksThePerChannelMeanError) {
   }
 }
 
+// A bias read through an Identity of a constant (exporters share equal constants so) is
+// corrected: the conv reads a fresh corrected initializer.
+TEST(BiasCorrection, BiasBehindAnIdentity) {
+  Fixture f;
+  ir::Model m = f.model;
+  m.graph.set_initializer("B0", testing::random_tensor({kOut}, 3, 0.1));
+  m.graph.nodes.insert(m.graph.nodes.begin(), testing::make_node("Identity", {"B0"}, {"B"}));
+  m.graph.nodes.back().inputs.push_back("B");
+  planner::PlanOptions p;
+  auto c = measure_bias_corrections(m, f.table, p, f.data, 1);
+  ASSERT_TRUE(c.has_value()) << c.status().message();
+  p.bias_corrections = *c;
+  auto r = planner::quantize(m, f.table, p);
+  ASSERT_TRUE(r.has_value()) << r.status().message();
+  EXPECT_EQ(r->corrected_biases, 1);
+  const ir::Node& conv = m.graph.nodes.back();
+  ASSERT_EQ(conv.op_type, "Conv");
+  const ir::Tensor* b = m.graph.initializer(conv.inputs[2]);
+  ASSERT_NE(b, nullptr) << conv.inputs[2];
+  const ir::Tensor* b0 = m.graph.initializer("B0");
+  ASSERT_NE(b0, nullptr);
+  const std::vector<double>& d = c->begin()->second;
+  for (int64_t o = 0; o < kOut; ++o) {
+    EXPECT_FLOAT_EQ(b->data<float>()[o], static_cast<float>(b0->data<float>()[o] - d[o]));
+  }
+}
+
 TEST(QuantizeSettings, RecordedInTheCacheAndAdopted) {
   Fixture f;
   QuantizeSettings made;
