@@ -5,7 +5,8 @@
 namespace ptq::apps {
 
 void add_plan_options(CLI::App& app, PlanFlags& f) {
-  app.add_option("--target", f.target, "who runs the model: tensorrt or ort")->capture_default_str();
+  app.add_option("--target", f.target, "who runs the model: tensorrt or ort")
+      ->capture_default_str();
   app.add_option("--exclude", f.exclude,
                  "nodes left float: names or regexes matched against whole names (comma-separated, "
                  "repeatable)")

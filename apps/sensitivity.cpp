@@ -85,7 +85,8 @@ Expected<calib::CalibrationTable> get_table(const ir::Model& model, const Sensit
     if (!global.quiet) {
       for (const std::string& w : cache.warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
     }
-    PTQ_RETURN_IF_ERROR(calibration::use_bias_correction(model, cache.table, nullptr, threads, settings));
+    PTQ_RETURN_IF_ERROR(
+        calibration::use_bias_correction(model, cache.table, nullptr, threads, settings));
     return std::move(cache.table);
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset calib_data, open_dataset(o.data, model.graph));

@@ -132,7 +132,8 @@ class ProbeObserver : public runtime::Observer {
     auto it = index_.find(t.name);
     if (it == index_.end()) return Status::ok();
     if (t.host == nullptr || t.dtype != ir::DType::kFloat32 || t.shape.size() < 2) {
-      return runtime_error("bias correction: '{}' is not a float32 host tensor of rank >= 2", t.name);
+      return runtime_error("bias correction: '{}' is not a float32 host tensor of rank >= 2",
+                           t.name);
     }
     add(means_[it->second], t.shape, t.host->data<float>());
     return Status::ok();

@@ -34,7 +34,9 @@ Expected<bool> boolean(const std::string& v, std::string_view key) {
   return invalid_input("recorded option {} is '{}', not true or false", key, v);
 }
 
-std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
+std::string joined(const std::vector<std::string>& v) {
+  return fmt::format("{}", fmt::join(v, ","));
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -67,7 +69,8 @@ const Row kRows[] = {
      }},
     {"activation_type", "--activation-type",
      [](const QuantizeSettings& s) {
-       return std::string(s.plan.activation_type == planner::ActivationType::kUInt8 ? "uint8" : "int8");
+       const bool uint8 = s.plan.activation_type == planner::ActivationType::kUInt8;
+       return std::string(uint8 ? "uint8" : "int8");
      },
      [](const std::string& v, QuantizeSettings& s) -> Status {
        PTQ_ASSIGN_OR_RETURN(s.plan.activation_type, planner::parse_activation_type(v));

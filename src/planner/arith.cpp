@@ -90,7 +90,9 @@ ir::Tensor fake_quantize_weights(const ir::Tensor& w, int64_t axis) {
       const float scale = scales[static_cast<size_t>(c)];
       const int64_t base = (o * s.channels + c) * s.inner;
       // As DequantizeLinear computes it: (q - 0) * scale in float32.
-      for (int64_t i = 0; i < s.inner; ++i) dst[base + i] = static_cast<float>(src[base + i]) * scale;
+      for (int64_t i = 0; i < s.inner; ++i) {
+        dst[base + i] = static_cast<float>(src[base + i]) * scale;
+      }
     }
   }
   return out;

@@ -29,11 +29,14 @@ Expected<ir::Tensor> corrected(const ir::Node& node, const ir::Tensor* bias,
                          ir::dtype_name(bias->dtype()), ir::shape_str(bias->shape()), n);
   }
   const double beta = node.op_type == "Gemm" ? node.attr_float("beta", 1.0f) : 1.0;
-  if (beta == 0.0) return invalid_input("{}: Gemm with beta 0 has no bias to correct", node.label());
+  if (beta == 0.0) {
+    return invalid_input("{}: Gemm with beta 0 has no bias to correct", node.label());
+  }
   ir::Tensor out = bias != nullptr ? ir::owned_copy(*bias) : ir::Tensor(ir::DType::kFloat32, {n});
   float* b = out.data<float>();
   for (int64_t c = 0; c < n; ++c) {
-    b[c] = static_cast<float>(static_cast<double>(b[c]) - correction[static_cast<size_t>(c)] / beta);
+    const double shift = correction[static_cast<size_t>(c)] / beta;
+    b[c] = static_cast<float>(static_cast<double>(b[c]) - shift);
   }
   return out;
 }
@@ -82,8 +85,8 @@ Expected<int64_t> correct_biases(ir::Graph& graph, const Plan& plan, NameSet& na
                            node.label(), it->second.size());
     }
     PTQ_ASSIGN_OR_RETURN(ir::Tensor value, corrected(node, bias, it->second));
-    const std::string fresh = names.fresh((old.empty() ? node.input(op->weight_slot) + "_bias" : old) +
-                                          "_corrected");
+    const std::string base = old.empty() ? node.input(op->weight_slot) + "_bias" : old;
+    const std::string fresh = names.fresh(base + "_corrected");
     graph.add_initializer(fresh, std::move(value));
     if (!old.empty() && find_constant(graph, old) != nullptr) replaced.insert(old);
     node.inputs.resize(std::max(node.inputs.size(), slot + 1));

@@ -46,6 +46,7 @@ Status fold_batchnorms(ir::Graph& graph, const Plan& plan, NameSet& names, std::
 // `replaced`. A bias computed by other nodes than Identity is left, with a warning. Returns how
 // many biases changed.
 Expected<int64_t> correct_biases(ir::Graph& graph, const Plan& plan, NameSet& names,
-                                 std::set<std::string>& replaced, std::vector<std::string>& warnings);
+                                 std::set<std::string>& replaced,
+                                 std::vector<std::string>& warnings);
 
 }  // namespace ptq::planner

@@ -101,7 +101,9 @@ std::vector<double> reference(const ir::Tensor& wt, const ir::Tensor& x, bool pe
     double amax = all;
     if (!per_tensor) {
       amax = 0.0;
-      for (int64_t i = 0; i < per_out; ++i) amax = std::max(amax, std::fabs(double{w[o * per_out + i]}));
+      for (int64_t i = 0; i < per_out; ++i) {
+        amax = std::max(amax, std::fabs(double{w[o * per_out + i]}));
+      }
     }
     const float scale = static_cast<float>(amax / 127.0);
     for (int64_t i = o * per_out; i < (o + 1) * per_out; ++i) {

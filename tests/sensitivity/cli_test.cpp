@@ -221,14 +221,14 @@ TEST_F(SensitivityCli, WrittenModelIsWhatQuantizeWrites) {
   ::setenv("SOURCE_DATE_EPOCH", "1714564800", 1);
   const std::string cache = (dir_ / "c.json").string();
   auto q = run_ptq({"quantize", model_, "--data", calib_, "--samples", "32", "--method", "minmax",
-                    "--per-tensor-weights", "--bias-correction", "-o", (dir_ / "full.onnx").string(),
-                    "--cache-out", cache, "--quiet"});
+                    "--per-tensor-weights", "--bias-correction", "-o",
+                    (dir_ / "full.onnx").string(), "--cache-out", cache, "--quiet"});
   ASSERT_EQ(q.exit_code, 0) << q.err;
   const std::string report = (dir_ / "r.json").string();
   const std::string partial = (dir_ / "p.onnx").string();
-  auto r = run_ptq({"sensitivity", model_, "--cache", cache, "--eval", test_, "--eval-samples", "32",
-                    "--metric", "sqnr", "--target-drop", "200", "--max-float-layers", "2", "-o", report,
-                    "--write", partial, "--quiet"});
+  auto r = run_ptq({"sensitivity", model_, "--cache", cache, "--eval", test_, "--eval-samples",
+                    "32", "--metric", "sqnr", "--target-drop", "200", "--max-float-layers", "2",
+                    "-o", report, "--write", partial, "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(slurp(report));
   std::string float_set;
