@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,13 +67,9 @@ struct QuantizeOptions {
   std::string trt_cache;
   std::string trt_version = "8.6.1";
   std::string trt_algo;
-  PlanFlags plan;  // --target, --ort-ep, --activation-type, node selections
-  bool per_tensor_weights = false;
-  bool weights_float = false;
-  int64_t min_conv_channels = 16;
-  bool quantize_matrix_vector = false;
+  PlanFlags plan;
+  std::set<std::string> given;  // the recorded options given on the command line
   std::vector<std::string> input_shapes;
-  bool no_fold_batchnorm = false;
   bool force = false;
   bool requantize = false;
   bool external_data = false;
@@ -88,19 +85,6 @@ fs::path default_cache_out(const fs::path& out) {
 }
 
 void warn(const GlobalOptions&, const std::string& message) { log::warn("{}", message); }
-
-Expected<planner::PlanOptions> plan_options(const QuantizeOptions& o) {
-  planner::PlanOptions p;
-  PTQ_RETURN_IF_ERROR(set_plan_flags(o.plan, p));
-  p.per_tensor_weights = o.per_tensor_weights;
-  p.weights_float = o.weights_float;
-  p.min_conv_channels = o.min_conv_channels;
-  p.quantize_matrix_vector = o.quantize_matrix_vector;
-  p.fold_batchnorm = !o.no_fold_batchnorm;
-  p.ptqkit_version = std::string(calibration::ptqkit_version());
-  PTQ_RETURN_IF_ERROR(p.validate());
-  return p;
-}
 
 int64_t count_op(const ir::Model& model, std::string_view op) {
   return std::count_if(model.graph.nodes.begin(), model.graph.nodes.end(),
@@ -181,14 +165,16 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   return table;
 }
 
-// Reads --cache, refused when calibrated for another graph than any form of the model.
+// Reads --cache, refused when calibrated for another graph than any form of the model or with
+// options that disagree with those given; the options it records and were not given are taken.
 Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model, const QuantizeOptions& o,
-                                                     const planner::PlanOptions& plan,
+                                                     calibration::QuantizeSettings& settings,
                                                      const calibration::ModelForms& forms,
                                                      const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
                        calibration::read_cache_for(model, forms, o.cache,
-                                                   {.force = o.force, .plan = &plan}));
+                                                   {.force = o.force, .settings = &settings,
+                                                    .given = o.given}));
   for (const std::string& w : cache.warnings) warn(global, w);
   return std::move(cache.table);
 }
@@ -217,6 +203,20 @@ Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions&
   return Status::ok();
 }
 
+// --bias-correction: measured on --data (then the options are recorded in the cache written),
+// else taken from --cache.
+Status correct_biases(const ir::Model& model, const QuantizeOptions& o, int threads,
+                      calib::CalibrationTable& table, calibration::QuantizeSettings& settings) {
+  std::optional<data::Dataset> dataset;
+  if (!o.data.data.empty() && settings.bias_correction) {
+    PTQ_ASSIGN_OR_RETURN(dataset, open_dataset(o.data, model.graph));
+  }
+  PTQ_RETURN_IF_ERROR(calibration::use_bias_correction(model, table, dataset ? &*dataset : nullptr,
+                                                       threads, settings));
+  if (!o.data.data.empty()) calibration::record_settings(settings, table);
+  return Status::ok();
+}
+
 // ": a, b, c" for a list, the first `limit` names and "… (N more)" beyond.
 std::string list_head(const std::vector<std::string>& names, size_t limit = 12) {
   if (names.empty()) return "";
@@ -227,12 +227,14 @@ std::string list_head(const std::vector<std::string>& names, size_t limit = 12) 
 }
 
 void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
-                   int64_t before_weights, const ir::Model& after, const std::string& method) {
-  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, o.plan.target, method);
+                   int64_t before_weights, const ir::Model& after, const std::string& method,
+                   planner::Target target) {
+  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, planner::target_name(target), method);
   fmt::print("  Q/DQ nodes:        {} QuantizeLinear, {} DequantizeLinear\n", r.quantize_nodes,
              r.dequantize_nodes);
   fmt::print("  quantized layers:  {}{}\n", r.quantized_nodes.size(), list_head(r.quantized_nodes));
   if (r.folded_batchnorms > 0) fmt::print("  folded BatchNorms: {}\n", r.folded_batchnorms);
+  if (r.corrected_biases > 0) fmt::print("  corrected biases:  {}\n", r.corrected_biases);
   fmt::print("  float tensors:     {}{}\n", r.float_tensors.size(),
              r.float_tensors.empty() ? "" : " (no calibrated range)" + list_head(r.float_tensors, 1000));
   const int64_t in_file = file_bytes(o.model);
@@ -288,7 +290,8 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   if (have_data == !o.cache.empty()) {
     return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
   }
-  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan, plan_options(o));
+  PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
+  planner::PlanOptions& plan = settings.plan;
   PTQ_ASSIGN_OR_RETURN(onnx::InputShapes flag_shapes, parse_input_shapes(o.input_shapes));
   const int threads = o.threads > 0 ? o.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -309,17 +312,18 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
     table.smoothquant = std::move(smoothing);
   } else {
     PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
-    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, forms, global));
+    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, settings, forms, global));
   }
   times.mark(have_data ? "calibrate" : "read cache");
-  PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
-
-  plan.method = table.method;
-  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
   plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
   const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
   PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
       model, shape_sources(o, fed, table, std::move(flag_shapes)), *cpu, threads, plan));
+  PTQ_RETURN_IF_ERROR(correct_biases(model, o, threads, table, settings));
+  PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
+
+  plan.method = table.method;
+  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
   PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
   times.mark("quantize");
   for (const std::string& w : result.warnings) warn(global, w);
@@ -334,7 +338,7 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   if (o.json) {
     print_report(o, plan, result, table.method, times);
   } else if (!global.quiet) {
-    print_summary(o, result, before_weights, model, table.method);
+    print_summary(o, result, before_weights, model, table.method, plan.target);
   }
   return Status::ok();
 }
@@ -366,25 +370,15 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
       ->capture_default_str();
   app.add_option("--trt-algo", o->trt_algo, trt_algo_help());
   add_plan_options(app, o->plan);
-  app.add_flag("--per-tensor-weights", o->per_tensor_weights,
-               "one scale per weight tensor instead of one per output channel");
-  app.add_flag("--weights-float", o->weights_float,
-               "tensorrt: keep float weights and put Q+DQ after them instead of int8 + DQ");
-  app.add_option("--min-conv-channels", o->min_conv_channels,
-                 "convs with fewer input channels stay float (0: quantize every conv)")
-      ->capture_default_str()
-      ->check(at_least(0));
-  app.add_flag("--quantize-matrix-vector", o->quantize_matrix_vector,
-               "also quantize MatMuls with M or N = 1");
   app.add_option("--input-shape,--shapes", o->input_shapes,
                  "input shapes the planner decides with where the model's are symbolic, as "
                  "NAME=D,D,… (e.g. x=1,128; several joined by ';' or the option repeated) or "
                  "trtexec's NAME:DxD… (e.g. x:1x3x224x224,y:1x10); --data's batches and a JSON "
                  "cache's recorded shapes come first")
       ->delimiter(';');
-  app.add_flag("--no-fold-batchnorm", o->no_fold_batchnorm,
-               "keep BatchNormalization after quantized convs instead of folding it");
-  app.add_flag("--force", o->force, "use a cache calibrated for another graph");
+  app.add_flag("--force", o->force,
+               "use a cache calibrated for another graph, or recording other options than those "
+               "given (the given ones win)");
   app.add_flag("--requantize", o->requantize, "strip the Q/DQ of an already quantized model first");
   app.add_flag("--external-data", o->external_data,
                "store large initializers in OUT.onnx.data beside the model");
@@ -392,7 +386,10 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_flag("--json", o->json,
                "print what was written, the quantized tensors, what stayed float and why, and "
                "the phase times as JSON on stdout, in place of the summary");
-  return [o, &global]() { return quantize_command(*o, global); };
+  return [o, &global, &app]() {
+    o->given = given_plan_flags(app);
+    return quantize_command(*o, global);
+  };
 }
 
 }  // namespace ptq::apps

@@ -1,5 +1,6 @@
 // `ptq sensitivity MODEL (--data CALIB [--method M [--percentile P]] | --cache CACHE [--force])
-//  --eval SRC [--labels LABELS.npy]
+//  --eval SRC [--labels LABELS.npy] [quantize's model options: --target, --exclude, …,
+//  --per-tensor-weights, --bias-correction]
 //  [--metric top1|sqnr|cosine|mse] [--mode only|all-but] [--target-drop X]
 //  [--max-float-layers K] -o REPORT.json [--html REPORT.html] [--write PARTIAL.onnx]
 //  [--parallel N] [--no-reuse] [--backend cpu|vulkan [--device N] [--strict]]
@@ -14,6 +15,7 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -22,6 +24,7 @@
 #include "command.h"
 #include "data_options.h"
 #include "method_options.h"
+#include "plan_options.h"
 #include "smoothquant_options.h"
 #include "progress.h"
 #include "ptq/calib_cache.h"
@@ -45,6 +48,8 @@ struct SensitivityOptions {
   std::string cache;
   bool force = false;
   calib::MethodConfig method;
+  PlanFlags plan;
+  std::set<std::string> given;  // the recorded options given on the command line
   BackendOptions backend;
   int threads = 0;
   int parallel = 0;  // 0: the sweep chooses (CPU), 1 on Vulkan
@@ -70,19 +75,26 @@ Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::
   return out;
 }
 
+// The table from --cache (adopting the options it records) or calibrated on --data, with the
+// bias corrections of --bias-correction: what `ptq quantize` takes, so --write writes its model.
 Expected<calib::CalibrationTable> get_table(const ir::Model& model, const SensitivityOptions& o,
+                                            calibration::QuantizeSettings& settings,
                                             Engine& engine, int threads, const GlobalOptions& global) {
   if (!o.cache.empty()) {
     PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
                          calibration::read_cache_for(model, calibration::ModelForms(model), o.cache,
-                                                     {.force = o.force}));
+                                                     {.force = o.force, .settings = &settings,
+                                                      .given = o.given}));
     for (const std::string& w : cache.warnings) log::warn("{}", w);
+    PTQ_RETURN_IF_ERROR(
+        calibration::use_bias_correction(model, cache.table, nullptr, threads, settings));
     return std::move(cache.table);
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset calib_data, open_dataset(o.data, model.graph));
   calibration::CalibrationOptions co;
   co.method = o.method;
   PTQ_RETURN_IF_ERROR(co.method.validate());
+  co.plan = settings.plan;
   co.threads = threads;
   co.backend = o.backend.backend;
   ProgressLine line("sensitivity", "samples", calib_data.size(), global.quiet);
@@ -93,6 +105,7 @@ Expected<calib::CalibrationTable> get_table(const ir::Model& model, const Sensit
   };
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, calibration::calibrate(model, *engine.executor, calib_data, co));
   line.finish();
+  PTQ_RETURN_IF_ERROR(calibration::use_bias_correction(model, t, &calib_data, threads, settings));
   return t;
 }
 
@@ -127,10 +140,10 @@ Status write_html(const SensitivityOptions& o, const ir::Model& shown, const std
 // Plan options whose dims are the eval batches' (a decision such as the matrix-vector MatMul
 // test then sees the batch the sweep runs, not the library default for an open dim).
 Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::Dataset& eval,
-                                            const calib::CalibrationTable& table, int threads) {
-  planner::PlanOptions plan;
-  plan.ptqkit_version = std::string(calibration::ptqkit_version());
+                                            const calib::CalibrationTable& table,
+                                            planner::PlanOptions plan, int threads) {
   plan.method = table.method;
+  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
   plan.shapes_remedy = "give --eval data for every input:";
   const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
   PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
@@ -182,7 +195,9 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
     PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
   }
   PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
-  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table, get_table(model, o, engine, threads, global));
+  PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
+                       get_table(model, o, settings, engine, threads, global));
 
   PTQ_ASSIGN_OR_RETURN(data::DatasetSpec spec, make_dataset_spec(o.data, o.eval));
   if (spec.default_batch < 16 && o.data.batch == 0) spec.default_batch = 16;
@@ -193,7 +208,8 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   if (!o.labels.empty()) {
     PTQ_ASSIGN_OR_RETURN(labels, read_labels(o.labels, eval));
   }
-  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan, plan_options(model, eval, table, threads));
+  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan,
+                       plan_options(model, eval, table, std::move(settings.plan), threads));
 
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
@@ -273,9 +289,12 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
       ->check(at_least(0));
   app.add_option("--labels", o->labels, "integer .npy, one label per eval sample (top1 accuracy)");
   app.add_option("--cache", o->cache, "reuse this calibration cache instead of calibrating on --data");
-  app.add_flag("--force", o->force, "use a cache calibrated for another graph");
+  app.add_flag("--force", o->force,
+               "use a cache calibrated for another graph, or recording other options than those "
+               "given (the given ones win)");
   add_method_options(app, o->method, {.what = "calibration method with --data"});
   add_smoothquant_option(app, o->smoothquant);
+  add_plan_options(app, o->plan);
   app.add_option("--metric", o->metric, "top1 (accuracy with --labels, else agreement with FP32), sqnr, cosine or mse");
   app.add_option("--mode", o->mode, "only: one layer quantized; all-but: all layers but one quantized");
   app.add_option("--target-drop", o->target_drop,
@@ -293,7 +312,10 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
                  "thread where memory allows; 1 on Vulkan)")
       ->check(at_least(1));
   app.add_flag("--no-reuse", o->no_reuse, "run every variant whole instead of reusing the float prefix");
-  return [o, &global]() { return sensitivity_command(*o, global); };
+  return [o, &global, &app]() {
+    o->given = given_plan_flags(app);
+    return sensitivity_command(*o, global);
+  };
 }
 
 }  // namespace ptq::apps

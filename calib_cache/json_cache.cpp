@@ -71,6 +71,9 @@ json header_json(const CalibrationTable& table) {
       {"provenance", provenance},
   };
   if (table.smoothquant) top["smoothquant"] = smoothquant_json(*table.smoothquant);
+  // Written only when present, so caches without them keep their bytes.
+  if (!table.options.empty()) top["options"] = table.options;
+  if (!table.bias_corrections.empty()) top["bias_corrections"] = table.bias_corrections;
   return top;
 }
 
@@ -289,6 +292,35 @@ class JsonReader {
     return {};
   }
 
+  Status options(const json& top, CalibrationTable& table) const {
+    auto p = top.find("options");
+    if (p == top.end()) return {};
+    if (!p->is_object()) return error("\"options\"", "\"options\" must be an object");
+    for (const auto& [k, v] : p->items()) {
+      if (!v.is_string()) return error("\"options\"", "option \"{}\" must be a string", k);
+      table.options[k] = v.get<std::string>();
+    }
+    return {};
+  }
+
+  Status bias_corrections(const json& top, CalibrationTable& table) const {
+    constexpr std::string_view a = "\"bias_corrections\"";
+    auto p = top.find("bias_corrections");
+    if (p == top.end()) return {};
+    if (!p->is_object()) return error(a, "\"bias_corrections\" must be an object");
+    for (const auto& [unit, values] : p->items()) {
+      if (!values.is_array()) return error(a, "bias correction \"{}\" must be an array", unit);
+      std::vector<double>& out = table.bias_corrections[unit];
+      for (const json& v : values) {
+        if (!v.is_number() || !std::isfinite(v.get<double>())) {
+          return error(a, "bias correction \"{}\" holds {}, not a finite number", unit, dump(v));
+        }
+        out.push_back(v.get<double>());
+      }
+    }
+    return {};
+  }
+
   Expected<CalibrationTable> read() const {
     PTQ_ASSIGN_OR_RETURN(json top, detail::parse_json_text(text_, file_));
     if (!top.is_object()) return error("", "a ptqkit cache is a JSON object");
@@ -312,6 +344,8 @@ class JsonReader {
         table.provenance[k] = v.get<std::string>();
       }
     }
+    PTQ_RETURN_IF_ERROR(options(top, table));
+    PTQ_RETURN_IF_ERROR(bias_corrections(top, table));
     auto tensors = top.find("tensors");
     if (tensors == top.end() || !tensors->is_object()) {
       return error("\"tensors\"", "missing \"tensors\" object");

@@ -73,6 +73,12 @@ struct CalibrationTable {
   // Set when the ranges were measured on the SmoothQuant-smoothed model (JSON key
   // "smoothquant"; the other formats cannot carry it).
   std::optional<SmoothQuantRecord> smoothquant;
+  // The options a model was quantized with from this table (`ptq quantize` records them:
+  // calibration::record_settings), one key each; empty when none were recorded.
+  std::map<std::string, std::string> options;
+  // Bias corrections measured with this table, per quantization unit, one per output channel
+  // (planner::PlanOptions::bias_corrections); empty without --bias-correction.
+  std::map<std::string, std::vector<double>> bias_corrections;
 
   const TensorRange* find(const std::string& name) const {
     auto it = tensors.find(name);

@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -102,6 +103,55 @@ Expected<calib::CalibrationTable> calibrate(const ir::Model& model,
 // fed.
 calib::ModelIdentity model_identity(const ir::Model& model);
 
+// ---- quantize settings -------------------------------------------------------------------------
+
+// What decides a quantized model besides the ranges: the planner's options and whether biases
+// are corrected. A JSON cache written by `ptq quantize` records them (CalibrationTable::options,
+// one key each; other keys there belong to other options and are kept), so that quantizing
+// again with that cache reproduces the model byte for byte.
+struct QuantizeSettings {
+  planner::PlanOptions plan{};
+  bool bias_correction = false;
+};
+
+// The command-line flags of the recorded settings ("--target", "--per-tensor-weights", …).
+std::vector<std::string> recorded_option_flags();
+// Writes the settings into table.options (other keys kept).
+void record_settings(const QuantizeSettings& settings, calib::CalibrationTable& table);
+// Takes the settings `table` records: each recorded option whose flag is not in `given` is
+// adopted; a given one wins (as TensorRT's builder flags do over a calibration cache). The one
+// refusal: with bias correction on and corrections in `table`, a given option that changes the
+// quantized weights they were measured for (per-tensor weights, BatchNormalization folding) is
+// invalid input naming the flag, both values and `cache_file`, unless `force` (then a warning).
+// Options the cache does not record (an older cache, a TensorRT one) stay as given.
+Expected<calib::Warnings> adopt_settings(const calib::CalibrationTable& table,
+                                         std::string_view cache_file,
+                                         const std::set<std::string>& given, bool force,
+                                         QuantizeSettings& settings);
+
+// ---- bias correction ---------------------------------------------------------------------------
+
+// The bias corrections (planner::PlanOptions::bias_corrections) for quantizing `model` with
+// `table` and `options`: for each unit whose Conv, ConvTranspose or Gemm weight the plan
+// quantizes, the per-output-channel mean over `dataset` (bound to the model) of op(x, Wq - W),
+// x the float model's input to the op, W its weight as apply() quantizes it (BatchNormalization
+// folded) and Wq = planner::fake_quantize_weights(W): the mean output shift the quantized weight
+// causes (Nagel et al. 2019, empirical bias correction). One pass on the CPU with `threads`;
+// float64 running sums per channel, so memory does not grow with the sample count. ORT weight
+// scales widened for an int32 bias (rare) are not seen: those channels are corrected for the
+// unwidened scales. MatMul (no bias input) is not corrected.
+Expected<planner::BiasCorrections> measure_bias_corrections(const ir::Model& model,
+                                                            const calib::CalibrationTable& table,
+                                                            const planner::PlanOptions& options,
+                                                            const data::Dataset& dataset,
+                                                            int threads);
+
+// Sets settings.plan.bias_corrections when settings.bias_correction: measured on `dataset` when
+// given (and stored in table.bias_corrections, for the cache), else the ones `table` holds; a
+// usage error when there is neither data nor a cache recording bias correction.
+Status use_bias_correction(const ir::Model& model, calib::CalibrationTable& table,
+                           const data::Dataset* dataset, int threads, QuantizeSettings& settings);
+
 // ---- reusing a cache ---------------------------------------------------------------------------
 
 // What a cache may have been calibrated for: the graph hash of every form of the model (as
@@ -131,6 +181,10 @@ struct CacheUse {
   // in `model`: tensors missing from the cache, and entries naming no value of the model, are
   // warnings (entries for values the plan leaves float, an --exclude say, are expected).
   const planner::PlanOptions* plan = nullptr;
+  // When given, the settings the cache records are adopted into it first (adopt_settings with
+  // `given`), and the fit is checked against its plan instead of `plan`.
+  QuantizeSettings* settings = nullptr;
+  std::set<std::string> given{};
 };
 
 // A cache read for a model, with the warnings to show: the reader's, then the checks'.

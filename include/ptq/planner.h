@@ -52,6 +52,8 @@ struct ActivationChoice {
 // kTensorRT: int8 (all it takes). kOrt: uint8 on the CPU provider (its x86 kernels run U8S8
 // far faster than S8S8), int8 on CUDA and TensorRT (symmetric S8S8). docs/PERF.md measures it.
 ActivationChoice fastest_activation_type(Target target, OrtProvider provider);
+// Per unit name, one bias correction per output channel (PlanOptions::bias_corrections).
+using BiasCorrections = std::map<std::string, std::vector<double>>;
 
 struct PlanOptions {
   Target target = Target::kTensorRT;
@@ -94,6 +96,12 @@ struct PlanOptions {
   // Restrict to some quantization units (see Unit); names as Plan::units lists them.
   std::vector<std::string> only_units;  // empty: every unit
   std::vector<std::string> skip_units;
+  // Bias correction (Nagel et al. 2019): per unit (Plan::units' names), one value per output
+  // channel subtracted from the bias of its weighted op when apply() quantizes its weight, after
+  // BatchNormalization folding; a Conv/Gemm without a bias gets one. The values are the mean
+  // output shift the quantized weights cause (calibration::measure_bias_corrections). MatMul
+  // has no bias input and is not corrected.
+  BiasCorrections bias_corrections;
   // Recorded in the model's metadata_props by apply() when not empty.
   std::string ptqkit_version;
   std::string method;      // calibration method, e.g. "entropy"
@@ -233,6 +241,7 @@ struct QuantizeResult {
   int64_t dequantize_nodes = 0;  // DequantizeLinear nodes inserted
   int64_t folded_batchnorms = 0;
   int64_t quantized_weights = 0;  // weight tensors stored as int8 (or Q/DQ'd with weights_float)
+  int64_t corrected_biases = 0;   // biases changed by PlanOptions::bias_corrections
   std::vector<std::string> quantized_nodes;  // labels of nodes reading Q/DQ of their own unit
   std::vector<std::string> float_tensors;    // as Plan::float_tensors
   std::vector<QuantizedActivation> activations;  // in the order their Q/DQ were inserted
@@ -351,6 +360,9 @@ Status check_opset_upgradable(const ir::Model& model);
 std::vector<float> weight_scales(const ir::Tensor& w, int64_t axis);
 // round_half_to_even(W / scale) clamped to [-127, 127], as int8.
 ir::Tensor quantize_weights(const ir::Tensor& w, int64_t axis, std::span<const float> scales);
+// The float32 weight a DequantizeLinear of quantize_weights(w, axis, weight_scales(w, axis))
+// computes (q * scale): what a quantized weighted op multiplies by, for bias correction.
+ir::Tensor fake_quantize_weights(const ir::Tensor& w, int64_t axis);
 // Widens weight_scales[c] (never shrinks) so that round(bias[c] / (input_scale * scale[c]))
 // fits in int32. Returns how many channels were widened.
 int64_t widen_scales_for_bias(std::span<const float> bias, float input_scale,

@@ -54,6 +54,8 @@ class Rewriter {
     if (model_.ir_version < 7) model_.ir_version = 7;
     PTQ_RETURN_IF_ERROR(fold_batchnorms(g_, plan_, names_, dead_, replaced_, gone_values_));
     result_.folded_batchnorms = static_cast<int64_t>(plan_.folds.size());
+    PTQ_ASSIGN_OR_RETURN(result_.corrected_biases,
+                         correct_biases(g_, plan_, names_, replaced_, result_.warnings));
     PTQ_RETURN_IF_ERROR(quantize_weights_and_biases());
     for (const QuantEdge& e : plan_.edges) {
       if (e.role == Role::kActivation) rewire(e, activation_chain(e.tensor));

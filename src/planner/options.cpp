@@ -3,6 +3,7 @@
 // GCC bug 105562); the warning is about the library's code, not this file's.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <regex>
 #include <set>
@@ -83,6 +84,11 @@ Status PlanOptions::validate() const {
   for (const std::string& u : only_units) {
     if (std::find(skip_units.begin(), skip_units.end(), u) != skip_units.end()) {
       return usage_error("unit '{}' is both in only_units and in skip_units", u);
+    }
+  }
+  for (const auto& [unit, values] : bias_corrections) {
+    for (double v : values) {
+      if (!std::isfinite(v)) return usage_error("bias correction of '{}' is not finite", unit);
     }
   }
   return Status::ok();

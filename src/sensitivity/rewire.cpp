@@ -60,11 +60,12 @@ struct Split {
 };
 
 // `full`'s edges split by `variant`, when every edge of `variant` is one of `full`'s with the
-// same scale, neither plan folds a BatchNormalization, and no weight or bias is read by a kept
-// edge and a dropped one (its scales may have been widened for the dropped one's bias);
-// nullopt otherwise.
+// same scale, neither plan folds a BatchNormalization nor corrects a bias, and no weight or bias is
+// read by a kept edge and a dropped one (its scales may have been widened for the dropped one's
+// bias); nullopt otherwise.
 std::optional<Split> split_edges(const Plan& full, const Plan& variant) {
-  if (!full.folds.empty() || !variant.folds.empty() || full.node_count != variant.node_count) {
+  if (!full.folds.empty() || !variant.folds.empty() || full.node_count != variant.node_count ||
+      !full.options.bias_corrections.empty()) {  // corrected biases are no edges
     return std::nullopt;
   }
   std::map<Slot, const QuantEdge*> by_slot;

@@ -598,11 +598,38 @@ int auto_parallel(const Evaluator& ev, size_t jobs) {
   return fitting_workers(ev.threads(), ev.float_pool_bytes(), jobs);
 }
 
+namespace {
+
+// `name` as an ECMAScript regex matching only itself.
+std::string regex_quoted(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::string_view("\\^$.|?*+()[]{}/").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+// A unit named after its node is excluded by that name, as `ptq quantize --exclude NAME` does,
+// so that the model is that command's, byte for byte (metadata included); a unit of an
+// unnamed node ("<op>_<index>") is skipped instead.
 Expected<ir::Model> partial_model(const ir::Model& model, const calib::CalibrationTable& table,
                                   const planner::PlanOptions& plan,
                                   const std::vector<std::string>& float_set) {
   planner::PlanOptions p = plan;
-  p.skip_units.insert(p.skip_units.end(), float_set.begin(), float_set.end());
+  std::unordered_set<std::string_view> named;
+  for (const ir::Node& n : model.graph.nodes) {
+    if (!n.name.empty()) named.insert(n.name);
+  }
+  for (const std::string& unit : float_set) {
+    if (named.contains(unit)) {
+      p.exclude_nodes.push_back(regex_quoted(unit));
+    } else {
+      p.skip_units.push_back(unit);
+    }
+  }
   return quantized_copy(model, table, p);
 }
 

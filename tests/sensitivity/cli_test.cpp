@@ -214,4 +214,34 @@ TEST_F(SensitivityCli, PercentileIsTheMethodsParameter) {
   EXPECT_NE(help.out.find("entropy, minmax, mse or percentile"), std::string::npos) << help.out;
 }
 
+// The partial model --write gives is, byte for byte, the one `ptq quantize` writes from the same
+// cache with the float set excluded: the same options (here taken from the cache a
+// `quantize --per-tensor-weights --bias-correction` run wrote) through one definition.
+TEST_F(SensitivityCli, WrittenModelIsWhatQuantizeWrites) {
+  ::setenv("SOURCE_DATE_EPOCH", "1714564800", 1);
+  const std::string cache = (dir_ / "c.json").string();
+  auto q = run_ptq({"quantize", model_, "--data", calib_, "--samples", "32", "--method", "minmax",
+                    "--per-tensor-weights", "--bias-correction", "-o",
+                    (dir_ / "full.onnx").string(), "--cache-out", cache, "--quiet"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const std::string report = (dir_ / "r.json").string();
+  const std::string partial = (dir_ / "p.onnx").string();
+  auto r = run_ptq({"sensitivity", model_, "--cache", cache, "--eval", test_, "--eval-samples",
+                    "32", "--metric", "sqnr", "--target-drop", "200", "--max-float-layers", "2",
+                    "-o", report, "--write", partial, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(report));
+  std::string float_set;
+  for (const auto& name : j["selection"]["float_set"]) {
+    float_set += (float_set.empty() ? "" : ",") + name.get<std::string>();
+  }
+  ASSERT_FALSE(float_set.empty());
+  const std::string quantized = (dir_ / "q.onnx").string();
+  // The other options come from the cache, as for the sweep.
+  auto e = run_ptq({"quantize", model_, "--cache", cache, "--exclude", float_set, "-o", quantized,
+                    "--quiet"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(slurp(partial), slurp(quantized)) << "float set " << float_set;
+}
+
 }  // namespace
