@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ptq/dist.h"
 #include "ptq/status.h"
 
 namespace ptq::apps {
@@ -19,6 +20,9 @@ using Runner = std::function<Status()>;
 // Options every subcommand shares.
 struct GlobalOptions {
   bool quiet = false;
+  // The ranks this process shares its work with: this process alone, or the MPI job it was
+  // launched in (docs/DISTRIBUTED.md). Never null.
+  dist::Communicator* comm = nullptr;
 };
 
 // Checks for counts (--threads, --parallel, ...): "expected a number >= 0, not '-2'" where
