@@ -12,8 +12,11 @@
 #      SWEEP_SAMPLES (default 256) eval samples: one GPU, and two ranks (a sweep runs one device
 #      per process); the reports must agree but for their wall times.
 # Prints each time and the ratios one GPU / two (target >= 1.8). Models are exported there by
-# scripts/export_zoo.py (random weights, fixed seed); logs and caches go to OUT
-# (default /tmp/ptq-multi-gpu).
+# scripts/export_zoo.py (random weights, fixed seed) into ZOO (default /tmp/ptq-zoo); logs and
+# caches go to OUT (default /tmp/ptq-multi-gpu). DEVICES (default "0,1") is the pair compared
+# with device 0 alone: DEVICES=0,0 runs the whole script on a machine of one device (two
+# workers or ranks on it), which checks everything but the speed; MPI_DIR (default .mpi/) is
+# the unpacked Open MPI.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${DIST:-$root/.dist}"
@@ -26,13 +29,15 @@ mkdir -p "$out" "$zoo"
 
 fail() { echo "multi_gpu: $*" >&2; exit 1; }
 [ -x "$dist/ptq" ] || fail "no $dist/ptq: run bench/package.sh here first and carry .dist"
-[ -d "$root/.mpi" ] || fail "no .mpi/: run bench/fetch_openmpi.sh here first and carry .mpi"
+devices="${DEVICES:-0,1}"
+mpi_dir="${MPI_DIR:-$root/.mpi}"
+[ -d "$mpi_dir" ] || fail "no $mpi_dir: run bench/fetch_openmpi.sh here first and carry .mpi"
 if [ -d "$root/.gl" ] && ! ldconfig -p | grep -q libvulkan; then
   for f in "$root"/.gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
 # shellcheck source=bench/openmpi_env.sh
-source "$root/bench/openmpi_env.sh" "$root/.mpi"
+source "$root/bench/openmpi_env.sh" "$mpi_dir"
 export LD_LIBRARY_PATH="$dist/lib:$LD_LIBRARY_PATH"
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$icd" ] && export VK_DRIVER_FILES="$icd"
@@ -41,7 +46,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ptq="$dist/ptq"
 mpirun --version | head -1 || fail "mpirun does not start (see bench/openmpi_env.sh)"
 "$ptq" info --devices | grep '^device' | tee "$out/devices.txt"
-[ "$(grep -c '^device' "$out/devices.txt")" -ge 2 ] || fail "fewer than two Vulkan devices"
+if [ "$devices" = "0,1" ] && [ "$(grep -c '^device' "$out/devices.txt")" -lt 2 ]; then
+  fail "fewer than two Vulkan devices"
+fi
+# Under mpirun, rank r takes device r of the list.
+rank_devices="$devices"
 
 # The models and their data, made once.
 for m in resnet50 bert_opset17; do
@@ -68,28 +77,34 @@ run() {
   echo "$t1 - $t0" | bc
 }
 ratio() { echo "scale=2; $1 / $2" | bc; }
-mpi2() { mpirun --oversubscribe --bind-to none -np 2 -x LD_LIBRARY_PATH -x VK_DRIVER_FILES \
-           -x SOURCE_DATE_EPOCH "$@"; }
+# Two ranks; -x passes a variable on to them (mpirun warns of one that is unset).
+mpi2() {
+  local pass=(-x LD_LIBRARY_PATH -x SOURCE_DATE_EPOCH)
+  [ -n "${VK_DRIVER_FILES:-}" ] && pass+=(-x VK_DRIVER_FILES)
+  mpirun --oversubscribe --bind-to none -np 2 "${pass[@]}" "$@"
+}
 
 echo "== calibration: resnet50, $samples samples, entropy, Vulkan"
 calib=("$ptq" calibrate "$zoo/resnet50.onnx" --data "$zoo/r50_$samples.npy" --batch 32
        --method entropy --backend vulkan --quiet)
 c1=$(run calib_1gpu "${calib[@]}" --device 0 -o "$out/c_1gpu.json") || exit 1
-c2=$(run calib_2gpu "${calib[@]}" --device 0,1 -o "$out/c_2gpu.json") || exit 1
-cm=$(run calib_mpi2 mpi2 "${calib[@]}" -o "$out/c_mpi2.json") || exit 1
+c2=$(run calib_2gpu "${calib[@]}" --device "$devices" -o "$out/c_2gpu.json") || exit 1
+cm=$(run calib_mpi2 mpi2 "${calib[@]}" --device "$rank_devices" -o "$out/c_mpi2.json") || exit 1
 cmp "$out/c_1gpu.json" "$out/c_2gpu.json" && cmp "$out/c_1gpu.json" "$out/c_mpi2.json" &&
-  echo "caches identical (1 GPU, --device 0,1, mpirun -np 2)"
-echo "1 GPU ${c1}s  --device 0,1 ${c2}s ($(ratio "$c1" "$c2")x)  mpirun -np 2 ${cm}s ($(ratio "$c1" "$cm")x)"
+  echo "caches identical (device 0, --device $devices, mpirun -np 2)"
+echo "device 0 ${c1}s  --device $devices ${c2}s ($(ratio "$c1" "$c2")x)" \
+  " mpirun -np 2 ${cm}s ($(ratio "$c1" "$cm")x)"
 
 echo "== sensitivity: bert_opset17, $sweep_samples eval samples, only mode, SQNR, Vulkan"
 "$ptq" calibrate "$zoo/bert_opset17.onnx" --data "input_ids=$zoo/bert_opset17/calib/input_ids.npy" \
   --data "attention_mask=$zoo/bert_opset17/calib/attention_mask.npy" --method minmax \
   -o "$out/bert.json" --quiet || fail "calibrating bert_opset17 failed"
 sweep=("$ptq" sensitivity "$zoo/bert_opset17.onnx" --cache "$out/bert.json"
-       --eval "input_ids=$zoo/bert_eval_input_ids.npy" --eval "attention_mask=$zoo/bert_eval_attention_mask.npy"
+       --eval "input_ids=$zoo/bert_eval_input_ids.npy"
+       --eval "attention_mask=$zoo/bert_eval_attention_mask.npy"
        --metric sqnr --backend vulkan --quiet)
 s1=$(run sweep_1gpu "${sweep[@]}" --device 0 -o "$out/s_1gpu.json") || exit 1
-sm=$(run sweep_mpi2 mpi2 "${sweep[@]}" -o "$out/s_mpi2.json") || exit 1
+sm=$(run sweep_mpi2 mpi2 "${sweep[@]}" --device "$rank_devices" -o "$out/s_mpi2.json") || exit 1
 "$PY" - "$out/s_1gpu.json" "$out/s_mpi2.json" <<'PY' && echo "sweep reports agree"
 import json, sys
 def scores(p):
@@ -99,4 +114,4 @@ def scores(p):
     return j
 sys.exit(0 if scores(sys.argv[1]) == scores(sys.argv[2]) else 1)
 PY
-echo "1 GPU ${s1}s  mpirun -np 2 ${sm}s ($(ratio "$s1" "$sm")x)"
+echo "device 0 ${s1}s  mpirun -np 2 ${sm}s ($(ratio "$s1" "$sm")x)"
