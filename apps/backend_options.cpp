@@ -17,10 +17,24 @@
 
 namespace ptq::apps {
 
-void add_backend_options(CLI::App& app, BackendOptions& options) {
+void add_backend_options(CLI::App& app, BackendOptions& options, bool device_list) {
   app.add_option("--backend", options.backend, "cpu or vulkan")->check(CLI::IsMember({"cpu", "vulkan"}));
-  app.add_option("--device", options.device, "Vulkan device index (see ptq info --devices)")
-      ->check(at_least(0));
+  if (device_list) {
+    app.add_option_function<std::vector<int>>(
+           "--device",
+           [&options](const std::vector<int>& list) {
+             options.devices = list;
+             options.device = list.front();
+           },
+           "Vulkan device index (see ptq info --devices), or a list 0,1,...: a calibration "
+           "worker per listed device; under mpirun, rank r takes list[r mod length] (default: "
+           "r mod the number of devices)")
+        ->delimiter(',')
+        ->check(at_least(0));
+  } else {
+    app.add_option("--device", options.device, "Vulkan device index (see ptq info --devices)")
+        ->check(at_least(0));
+  }
   app.add_flag("--strict", options.strict, "Vulkan: fail instead of running an op on the CPU");
 }
 
@@ -96,8 +110,49 @@ std::vector<runtime::Executor*> CalibrationEngines::executors() const {
 
 Status check_workers(const BackendOptions& options, int workers) {
   if (options.backend != "cpu" && workers > 1) return usage_error("--workers applies to --backend cpu");
+  if (options.backend == "cpu" && options.devices.size() > 1) {
+    return usage_error("a --device list applies to --backend vulkan");
+  }
   return Status::ok();
 }
+
+Status pick_rank_device(BackendOptions& options, const dist::Communicator& comm) {
+  if (comm.size() == 1 || options.backend != "vulkan") return Status::ok();
+  const auto rank = static_cast<size_t>(comm.rank());
+  if (!options.devices.empty()) {
+    options.device = options.devices[rank % options.devices.size()];
+  } else {
+#ifdef PTQ_HAVE_VULKAN
+    PTQ_ASSIGN_OR_RETURN(std::vector<vulkan::DeviceInfo> all, vulkan::list_vulkan_devices());
+    if (all.empty()) return runtime_error("--backend vulkan: no Vulkan device found");
+    options.device = static_cast<int>(rank % all.size());
+#endif
+  }
+  options.devices = {options.device};
+  return Status::ok();
+}
+
+namespace {
+
+// Worker w's share of `threads` split among n workers (at least one).
+int thread_share(int threads, int n, int w) {
+  return std::max(threads / n + (w < threads % n ? 1 : 0), 1);
+}
+
+// Calibration workers on each listed device after the first (the first is `e.engine`'s).
+Status add_device_workers(CalibrationEngines& e, const ir::Model& model,
+                          const BackendOptions& options, int threads, bool quiet) {
+  const auto n = static_cast<int>(options.devices.size());
+  for (int w = 1; w < n; ++w) {
+    BackendOptions one = options;
+    one.device = options.devices[static_cast<size_t>(w)];
+    PTQ_ASSIGN_OR_RETURN(Engine more, make_engine(model, one, thread_share(threads, n, w), quiet));
+    e.more.push_back(std::move(more.executor));
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
                                                       const BackendOptions& options, int threads,
@@ -105,6 +160,14 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
                                                       EarlyDevice* early) {
   PTQ_RETURN_IF_ERROR(check_workers(options, workers));
   const bool cpu = options.backend == "cpu";
+  if (!cpu && options.devices.size() > 1) {
+    const auto n = static_cast<int>(options.devices.size());
+    CalibrationEngines e;
+    PTQ_ASSIGN_OR_RETURN(e.engine,
+                         make_engine(model, options, thread_share(threads, n, 0), quiet, early));
+    PTQ_RETURN_IF_ERROR(add_device_workers(e, model, options, threads, quiet));
+    return e;
+  }
   if (workers == 0) workers = cpu ? std::clamp(threads / kThreadsPerWorker, 1, kMostWorkers) : 1;
   workers = std::clamp(workers, 1, std::max(threads, 1));
   auto share = [&](int w) { return threads / workers + (w < threads % workers ? 1 : 0); };

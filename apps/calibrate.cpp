@@ -93,6 +93,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(co.date, run_date());
 
   PTQ_RETURN_IF_ERROR(check_workers(o.backend, o.workers));
+  PTQ_RETURN_IF_ERROR(pick_rank_device(o.backend, *global.comm));
   PhaseTimes times;
   EarlyDevice early(o.backend);  // opens while the model loads
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
@@ -115,6 +116,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   co.ranges_only = o.ranges_only;
   co.threads = threads;
   co.backend = o.backend.backend;
+  co.comm = global.comm;
   ProgressLine line("calibrate", "samples", dataset.size(), global.quiet);
   int stage = 0;
   co.progress = [&](const calibration::Progress& p) -> Status {
@@ -129,6 +131,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
                        calibration::calibrate(model, engines.executors(), dataset, co));
   line.finish();
   times.mark("calibrate");
+  if (global.comm->rank() != 0) return Status::ok();  // rank 0 writes what the ranks measured
   if (o.ignore_nonfinite && !global.quiet) report_nonfinite(table);
 
   PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.out, {.format = calib::CacheFormat::kJson}));
@@ -151,7 +154,7 @@ Runner register_calibrate(CLI::App& app, GlobalOptions& global) {
   app.description("compute activation ranges; write the ptqkit JSON cache (and a TensorRT cache)");
   app.add_option("model", o->model, "ONNX model (float)")->required();
   add_data_options(app, o->data, {.default_batch = 16});
-  add_backend_options(app, o->backend);
+  add_backend_options(app, o->backend, true);
   add_method_options(app, o->method, {});
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   add_workers_option(app, o->workers);

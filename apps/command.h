@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ptq/dist.h"
 #include "ptq/status.h"
 #include "ptq/util/log.h"
 
@@ -22,6 +23,9 @@ struct GlobalOptions {
   bool quiet = false;  // no progress line; warnings still show (--log-level error hides them)
   std::string log_level = "info";
   std::string log_file;
+  // The ranks this process shares its work with: this process alone, or the MPI job it was
+  // launched in (docs/DISTRIBUTED.md). Never null.
+  dist::Communicator* comm = nullptr;
 };
 
 // Checks for counts (--threads, --parallel, ...): "expected a number >= 0, not '-2'" where

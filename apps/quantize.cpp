@@ -145,10 +145,13 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   co.ignore_nonfinite = o.ignore_nonfinite;
   co.threads = threads;
   co.backend = o.backend.backend;
+  co.comm = global.comm;
+  BackendOptions backend = o.backend;
+  PTQ_RETURN_IF_ERROR(pick_rank_device(backend, *global.comm));
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   fed = calibration::fed_shapes(dataset);
-  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines, make_calibration_engines(model, o.backend, threads,
-                                                                           o.workers, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines,
+                       make_calibration_engines(model, backend, threads, o.workers, global.quiet));
   ProgressLine line("quantize", "samples", dataset.size(), global.quiet);
   int stage = 0;
   co.progress = [&](const calibration::Progress& p) -> Status {
@@ -315,6 +318,7 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
     PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, settings, forms, global));
   }
   times.mark(have_data ? "calibrate" : "read cache");
+  if (global.comm->rank() != 0) return Status::ok();  // rank 0 plans and writes alone
   plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
   const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
   PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
@@ -353,7 +357,7 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("model", o->model, "ONNX model (float)")->required();
   app.add_option("-o,--out", o->out, "the quantized model to write (.onnx)")->required();
   add_data_options(app, o->data, {.required = false, .default_batch = 16});
-  add_backend_options(app, o->backend);
+  add_backend_options(app, o->backend, true);
   add_method_options(app, o->method, {.what = "calibration method with --data"});
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   add_workers_option(app, o->workers);

@@ -185,6 +185,11 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   PTQ_RETURN_IF_ERROR(check_target(o.target_drop, metric));
   const int threads = o.threads > 0 ? o.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.backend.devices.size() > 1 && global.comm->size() == 1) {
+    return usage_error("a sweep runs on one device per process: give --device N, or a list under "
+                       "mpirun (one device per rank)");
+  }
+  PTQ_RETURN_IF_ERROR(pick_rank_device(o.backend, *global.comm));
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   // The sweep runs on the smoothed model, the one `quantize --smoothquant` would quantize.
   if (o.cache.empty()) {
@@ -228,6 +233,7 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   so.mode = mode;
   so.plan = plan;
   so.reuse = !o.no_reuse;
+  so.comm = global.comm;
   // Each Vulkan worker would open a device context of its own for work the GPU serialises.
   so.parallel = o.parallel == 0 && o.backend.backend == "vulkan" ? 1 : o.parallel;
   ProgressLine line("sensitivity", "unit-batches", 0, global.quiet);
@@ -239,6 +245,7 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   };
   PTQ_ASSIGN_OR_RETURN(sens::SweepResult result, sens::sweep(table, ev, so));
   line.finish();
+  if (global.comm->rank() != 0) return Status::ok();  // rank 0 selects and reports
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   if (!global.quiet) print_table(result, metric);
@@ -305,7 +312,7 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
   app.add_option("-o,--output", o->out, "JSON report")->required();
   app.add_option("--html", o->html, "self-contained HTML report");
   app.add_option("--write", o->write, "write the partial model of --target-drop");
-  add_backend_options(app, o->backend);
+  add_backend_options(app, o->backend, true);
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   app.add_option("--parallel", o->parallel,
                  "layers evaluated concurrently, each on threads / N threads (default: one a "

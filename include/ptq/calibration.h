@@ -31,6 +31,7 @@
 #include "ptq/calib_cache.h"
 #include "ptq/calibrators.h"
 #include "ptq/data.h"
+#include "ptq/dist.h"
 #include "ptq/ir.h"
 #include "ptq/onnx.h"
 #include "ptq/planner.h"
@@ -67,6 +68,10 @@ struct CalibrationOptions {
   int threads = 1;
   // Read the next batch on a second thread while the current one runs.
   bool prefetch = true;
+  // The processes sharing the run (borrowed; null: this process alone). Every rank calls
+  // calibrate() with the same model, data and options; rank 0 gets the table, the others an
+  // empty one. An error is every rank's: that of the first failing batch, whichever rank ran it.
+  dist::Communicator* comm = nullptr;
   // Recorded in the table's run info.
   std::string backend = "cpu";
   std::string date;            // ISO 8601; the library never reads a clock

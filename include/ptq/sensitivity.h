@@ -33,6 +33,7 @@
 
 #include "ptq/calib_cache.h"
 #include "ptq/data.h"
+#include "ptq/dist.h"
 #include "ptq/ir.h"
 #include "ptq/metrics.h"
 #include "ptq/planner.h"
@@ -200,6 +201,12 @@ struct SweepOptions {
   // Called with (work items done, total) after each eval batch, a work item being one unit on
   // one batch; on the calling thread.
   std::function<void(int64_t, int64_t)> progress;
+  // The processes sharing the sweep (borrowed; null: this process alone). Every rank calls
+  // sweep() alike; the variants are dealt to the ranks by a rule on the plan alone (the
+  // costliest first, each to the least loaded rank), each rank runs its own with the base's
+  // prefix reuse, and rank 0 gathers the scores: its result is one process's. The other ranks
+  // get a result without scores. An error is every rank's (the lowest failing rank's).
+  dist::Communicator* comm = nullptr;
 };
 
 struct SweepResult {

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/thread_ranks.h"
 #include "cut.h"
 #include "ptq/calibration.h"
 #include "ptq/data.h"
@@ -85,6 +86,41 @@ TEST_F(SweepTest, OutlierLayerRanksFirstInBothModes) {
       ASSERT_GE(r.layers.size(), 4u);
       EXPECT_EQ(r.layers.front().name, "convB")
           << metric_name(metric) << " " << mode_name(mode) << ": first is " << r.layers.front().name;
+    }
+  }
+}
+
+// Over ranks (threads standing for MPI ranks), rank 0's result is one process's: the variants
+// are dealt to the ranks, each scores its own, rank 0 gathers.
+TEST_F(SweepTest, RanksGiveOneProcessesResult) {
+  for (Mode mode : {Mode::kOnly, Mode::kAllBut}) {
+    Evaluator ev = evaluator(Metric::kSqnr);
+    const SweepResult one = run(ev, mode, true);
+    for (int ranks : {2, 3}) {
+      std::vector<Expected<SweepResult>> out(static_cast<size_t>(ranks), SweepResult{});
+      ptq::testing::ThreadRanks group(ranks);
+      group.run([&](dist::Communicator& comm) {
+        auto mine = Evaluator::create(model_, *backend_, *data_, nullptr,
+                                      {.metric = Metric::kSqnr, .threads = 1});
+        SweepOptions o;
+        o.mode = mode;
+        o.parallel = 1;
+        o.comm = &comm;
+        out[static_cast<size_t>(comm.rank())] =
+            mine ? sweep(table_, *mine, o) : Expected<SweepResult>(mine.status());
+      });
+      ASSERT_TRUE(out[0]) << out[0].status().message();
+      const SweepResult& r = *out[0];
+      EXPECT_EQ(r.float_score.value, one.float_score.value);
+      EXPECT_EQ(r.quantized_score.value, one.quantized_score.value);
+      ASSERT_EQ(r.layers.size(), one.layers.size());
+      for (size_t i = 0; i < r.layers.size(); ++i) {
+        EXPECT_EQ(r.layers[i].name, one.layers[i].name) << mode_name(mode) << " " << ranks;
+        EXPECT_EQ(r.layers[i].score.value, one.layers[i].score.value) << r.layers[i].name;
+        EXPECT_EQ(r.layers[i].score.per_output, one.layers[i].score.per_output);
+        EXPECT_EQ(r.layers[i].subgraph_nodes, one.layers[i].subgraph_nodes);
+      }
+      for (size_t k = 1; k < out.size(); ++k) EXPECT_TRUE(out[k]) << out[k].status().message();
     }
   }
 }

@@ -16,7 +16,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -320,6 +322,36 @@ TEST_F(VulkanCli, MissingDeviceIsOneLineAndExit3) {
   }
   EXPECT_FALSE(fs::exists(cache));
   EXPECT_FALSE(fs::exists(dir / "q.onnx"));
+}
+
+// --device as a list: a calibration worker per listed device. Two on one device (lavapipe is
+// the only one here) give the cache one gives, byte for byte; a list naming a missing device
+// fails as a single missing device does; a list is for --backend vulkan.
+TEST_F(VulkanCli, DeviceListCalibratesAsOneDevice) {
+  Scratch dir;
+  ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);  // the caches' date
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  for (const std::string list : {"0", "0,0"}) {
+    auto r = run_ptq({"calibrate", example_model(), "--data", calib_npy(), "--samples", "48",
+                      "--batch", "8", "--backend", "vulkan", "--device", list, "-o",
+                      dir / ("c" + list + ".json"), "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << list << ": " << r.err;
+  }
+  EXPECT_EQ(slurp(dir / "c0,0.json"), slurp(dir / "c0.json"));
+  const std::string bad = dir / "bad.json";
+  auto r = run_ptq({"calibrate", example_model(), "--data", calib_npy(), "--backend", "vulkan",
+                    "--device", "0,7", "-o", bad});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(r.err.starts_with("ptq: error: vulkan: no device 7 (there are ")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(bad));
+  r = run_ptq({"calibrate", example_model(), "--data", calib_npy(), "--device", "0,1", "-o", bad});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
 }  // namespace
