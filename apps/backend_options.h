@@ -1,6 +1,7 @@
 // The options every model-running subcommand shares to pick where the model runs:
 // --backend cpu|vulkan, --device N (Vulkan device index, see `ptq info --devices`), --strict
-// (Vulkan: refuse to run any op on the CPU). Builds the Executor those options describe.
+// (Vulkan: refuse to run any op on the CPU), --cpu-isa (the CPU kernels' instruction-set
+// level). Builds the Executor those options describe.
 #pragma once
 
 #include <memory>
@@ -19,10 +20,18 @@ struct BackendOptions {
   std::string backend = "cpu";
   int device = 0;
   bool strict = false;
+  std::string cpu_isa = "auto";
 };
 
-// Adds --backend, --device and --strict to `app`.
+// Adds --backend, --device, --strict and --cpu-isa to `app`.
 void add_backend_options(CLI::App& app, BackendOptions& options);
+
+// Adds --cpu-isa alone (`ptq info`).
+void add_cpu_isa_option(CLI::App& app, std::string& cpu_isa);
+
+// The CPU instruction-set level --cpu-isa asks for; a usage error for a level above what this
+// CPU runs.
+Expected<runtime::CpuIsa> cpu_isa_option(const std::string& cpu_isa);
 
 // An executor and what it borrows (the CPU backend; the Vulkan executor owns its own state).
 struct Engine {
