@@ -23,7 +23,9 @@
 #include <utility>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 #include "exp.h"
 #include "gemm_kernel.h"
