@@ -1,7 +1,8 @@
 # ptqkit: `make demo` and `make test` work on a fresh Debian 12 machine (they install what they need).
 #   make test               Release build in build/, every test
 #   make test SANITIZE=1    the same suite built with AddressSanitizer + UBSan in build-asan/ (CI)
-#   make package            a .deb of the portable Release build (build-package/ptqkit_VERSION_ARCH.deb)
+#   make package            a .deb of the portable Release build
+#                           (build-package/ptqkit_VERSION_ARCH.deb)
 # Each target installs only its own dependency sets (scripts/deps/: build, runtime, demo, test).
 SANITIZE   ?= 0
 ifeq ($(SANITIZE),1)

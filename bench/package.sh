@@ -11,7 +11,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build-dist}"
 dist="${2:-$root/.dist}"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPTQ_NATIVE=OFF -DPTQ_MARCH="${PTQ_MARCH:-}" -DPTQ_TESTS=OFF \
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPTQ_NATIVE=OFF -DPTQ_MARCH="${PTQ_MARCH:-}" \
+  -DPTQ_TESTS=OFF \
   -DPTQ_BENCH=ON >/dev/null
 cmake --build "$build" --target ptq ptq_vulkan_bench fma_peak -j "${JOBS:-2}"
 rm -rf "$dist"

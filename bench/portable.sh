@@ -32,7 +32,8 @@ rate() { "${dir[$1]}/bench/runtime_bench" "$data/$2.onnx" "$data/$2.samples.npy"
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR] = $1} END {
   print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), load $(cut -d' ' -f1-3 /proc/loadavg);" \
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1)," \
+  "load $(cut -d' ' -f1-3 /proc/loadavg);" \
   "${secs}s per run, $repeat alternating runs per build and point"
 printf '%-13s %5s %7s %14s %14s %9s\n' model batch threads "native img/s" "portable img/s" ratio
 for model in ${MODELS:-resnet18 mobilenet_v2}; do
