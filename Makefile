@@ -2,7 +2,8 @@
 #   make test               Release build in build/, every test (but the large zoo models on
 #                           Vulkan: make test-zoo-vulkan)
 #   make test SANITIZE=1    the same suite built with AddressSanitizer + UBSan in build-asan/ (CI)
-#   make package            a .deb of the Release build (build/ptqkit_VERSION_ARCH.deb)
+#   make package            a .deb of the portable Release build
+#                           (build-package/ptqkit_VERSION_ARCH.deb)
 # Each target installs only its own dependency sets (scripts/deps/: build, runtime, demo, test).
 SANITIZE   ?= 0
 ifeq ($(SANITIZE),1)
@@ -22,6 +23,7 @@ endif
 # Results do not depend on the wait policy.
 TEST_ENV   += OMP_WAIT_POLICY=passive
 FUZZ_BUILD ?= build-fuzz
+PACKAGE_BUILD ?= build-package
 JOBS       ?= $(shell nproc)
 # Test models and ONNX backend data are generated once and shared by both builds.
 TESTDATA   ?= $(abspath build)/testdata
@@ -62,10 +64,15 @@ test-zoo-vulkan: build testdata
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800 -L zoo_vulkan_large
 
 # The .deb: bin/ptq, its man page, the library, headers, CMake and pkg-config files; it depends
-# on the runtime set and the shared libraries ptq links. The binary is tuned for this machine
-# unless configured with CMAKE_ARGS=-DPTQ_MARCH=x86-64-v2 (or another target).
-package: build
-	cd $(BUILD) && cpack -G DEB
+# on the runtime set and the shared libraries ptq links. It is built portable in
+# $(PACKAGE_BUILD) (-DPTQ_NATIVE=OFF: runs on any x86-64 CPU, the kernels pick AVX-512, AVX2 or
+# the baseline at run time), without tests or benchmarks.
+package:
+	@bash scripts/install-deps.sh build
+	cmake -S . -B $(PACKAGE_BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release -DPTQ_NATIVE=OFF \
+	  -DPTQ_TESTS=OFF -DPTQ_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(PACKAGE_BUILD) -j $(JOBS)
+	cd $(PACKAGE_BUILD) && cpack -G DEB
 
 # The whole test suite under AddressSanitizer + UBSan (what CI runs).
 test-asan:
@@ -100,4 +107,4 @@ accuracy-zoo: build testdata
 	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/accuracy.py $(BUILD) --perf-md docs/PERF.md
 
 clean:
-	rm -rf build build-asan $(FUZZ_BUILD)
+	rm -rf build build-asan $(FUZZ_BUILD) $(PACKAGE_BUILD)

@@ -36,6 +36,20 @@ void add_backend_options(CLI::App& app, BackendOptions& options, bool device_lis
         ->check(at_least(0));
   }
   app.add_flag("--strict", options.strict, "Vulkan: fail instead of running an op on the CPU");
+  add_cpu_isa_option(app, options.cpu_isa);
+}
+
+void add_cpu_isa_option(CLI::App& app, std::string& cpu_isa) {
+  app.add_option("--cpu-isa", cpu_isa,
+                 "CPU kernels' instruction set: auto (the best this CPU runs), avx512, avx2 or "
+                 "baseline (x86-64)")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "baseline"}));
+}
+
+Expected<runtime::CpuIsa> cpu_isa_option(const std::string& cpu_isa) {
+  PTQ_ASSIGN_OR_RETURN(runtime::CpuIsa isa, runtime::parse_cpu_isa(cpu_isa));
+  PTQ_RETURN_IF_ERROR(runtime::resolve_cpu_isa(isa).status());
+  return isa;
 }
 
 bool vulkan_available() {
@@ -72,7 +86,9 @@ Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& optio
     if (options.strict || options.device != 0) {
       return usage_error("--device and --strict apply to --backend vulkan");
     }
-    e.backend = runtime::make_cpu_backend(cpu_backend_options_from_env());
+    runtime::CpuBackendOptions co = cpu_backend_options_from_env();
+    PTQ_ASSIGN_OR_RETURN(co.isa, cpu_isa_option(options.cpu_isa));
+    e.backend = runtime::make_cpu_backend(co);
     const runtime::ExecutorOptions eo = executor_options_from_env(threads);
     PTQ_ASSIGN_OR_RETURN(e.executor, runtime::Executor::create(model, *e.backend, eo));
     return e;
@@ -82,6 +98,7 @@ Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& optio
   vulkan::VulkanOptions vo = vulkan_options_from_env();
   vo.device = options.device;
   vo.strict = options.strict;
+  PTQ_ASSIGN_OR_RETURN(vo.cpu.isa, cpu_isa_option(options.cpu_isa));
   vo.threads = threads;
   if (!quiet) {
     vo.on_fallback = [](const std::vector<std::string>& nodes) {

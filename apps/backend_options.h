@@ -1,7 +1,8 @@
 // The options every model-running subcommand shares to pick where the model runs:
 // --backend cpu|vulkan, --device N (Vulkan device index, see `ptq info --devices`; a list
 // N,M,... for calibration workers on several devices, or one per MPI rank), --strict (Vulkan:
-// refuse to run any op on the CPU). Builds the Executor those options describe.
+// refuse to run any op on the CPU), --cpu-isa (the CPU kernels' instruction-set level). Builds
+// the Executor those options describe.
 #pragma once
 
 #include <memory>
@@ -22,15 +23,23 @@ struct BackendOptions {
   int device = 0;            // the device an engine opens
   std::vector<int> devices;  // --device as a list (commands that take one); empty: not given
   bool strict = false;
+  std::string cpu_isa = "auto";
 };
 
-// Adds --backend, --device and --strict to `app`. With `device_list`, --device takes a
-// comma-separated list (BackendOptions::devices; device is its first).
+// Adds --backend, --device, --strict and --cpu-isa to `app`. With `device_list`, --device takes
+// a comma-separated list (BackendOptions::devices; device is its first).
 void add_backend_options(CLI::App& app, BackendOptions& options, bool device_list = false);
 
 // The device of this rank of an MPI job on Vulkan: device list[rank mod its length], or
 // without a list, rank mod the number of devices. Nothing to do for one process or the CPU.
 Status pick_rank_device(BackendOptions& options, const dist::Communicator& comm);
+
+// Adds --cpu-isa alone (`ptq info`).
+void add_cpu_isa_option(CLI::App& app, std::string& cpu_isa);
+
+// The CPU instruction-set level --cpu-isa asks for; a usage error for a level above what this
+// CPU runs.
+Expected<runtime::CpuIsa> cpu_isa_option(const std::string& cpu_isa);
 
 // An executor and what it borrows (the CPU backend; the Vulkan executor owns its own state).
 struct Engine {

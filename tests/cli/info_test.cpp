@@ -145,6 +145,25 @@ TEST(InfoCli, ExitCodesAndErrorLines) {
   EXPECT_NE(help.out.find("--json"), std::string::npos);
 }
 
+// --cpu-isa: info reports the level the CPU kernels run (the best this CPU has by default, a
+// forced lower one when asked), in text and JSON; a name that is no level is a usage error.
+TEST(InfoCli, ReportsTheCpuKernelsInstructionSet) {
+  TempDir dir;
+  ASSERT_TRUE(onnx::save_model(known_model(), dir / "m.onnx").is_ok());
+  const std::string model = (dir / "m.onnx").string();
+  auto best = run_ptq({"info", model, "--json"});
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const std::string level = nlohmann::json::parse(best.out)["cpu_isa"];
+  EXPECT_TRUE(level == "baseline" || level == "avx2" || level == "avx512") << level;
+  auto forced = run_ptq({"info", model, "--cpu-isa", "baseline"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.out.find("cpu kernels: baseline (this CPU runs up to " + level + ")"),
+            std::string::npos) << forced.out;
+  auto bad = run_ptq({"info", model, "--cpu-isa", "sse9"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_EQ(bad.out, "");
+}
+
 // The input the fuzzer found crashing libonnx's Conv shape inference (data rank 2, weight
 // rank 4): a one-line error naming the node, exit 3 (tests/fuzz/regressions has the others).
 TEST(InfoCli, MalformedNodeIsOneLineError) {

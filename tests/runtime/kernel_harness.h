@@ -47,11 +47,16 @@ inline ir::Node make_node(std::string op, size_t inputs, size_t outputs,
   return n;
 }
 
-// Runs `node` on `inputs` (null = omitted). Fails the test on an error and returns {}.
+// Runs `node` on `inputs` (null = omitted) with `isa`'s kernels. Fails the test on an error
+// and returns {}.
 inline std::vector<ir::Tensor> run_kernel(const ir::Node& node, int64_t opset,
                                           const std::vector<const ir::Tensor*>& inputs,
-                                          bool reference, int threads = 1) {
-  auto backend = make_cpu_backend(CpuBackendOptions{reference});
+                                          bool reference, int threads = 1,
+                                          CpuIsa isa = CpuIsa::kAuto) {
+  CpuBackendOptions options;
+  options.reference = reference;
+  options.isa = isa;
+  auto backend = make_cpu_backend(options);
   KernelContext ctx{node, opset, threads, nullptr, reference};
   auto kernel = backend->create_kernel(ctx);
   EXPECT_TRUE(kernel.has_value()) << kernel.status().message();

@@ -79,5 +79,41 @@ TEST(Models, MobileNetV2MatchesOnnxRuntime) { check_model("mobilenet_v2"); }
 // Needs the `ops` kernels too (Erf, ReduceMean, Shape, Gather, …).
 TEST(Models, TransformerMatchesOnnxRuntime) { check_model("transformer"); }
 
+// Each instruction-set level this CPU has (forced through CpuBackendOptions::isa) runs a model
+// to the default level's outputs within float rounding: the levels sum in other orders (other
+// micro-kernel shapes, Winograd only with AVX-512), never other formulas.
+void check_levels(const std::string& name) {
+  const fs::path dir = test_data() / "models";
+  auto model = onnx::load_model(dir / (name + ".onnx"));
+  ASSERT_TRUE(model.has_value()) << model.status().message();
+  auto samples = read_npy(dir / (name + ".samples.npy"));
+  ASSERT_TRUE(samples.has_value()) << samples.status().message();
+  NamedTensors in;
+  in.emplace_back(model->graph.real_inputs().at(0)->name, first_samples(*samples, 2));
+  auto run_at = [&](CpuIsa isa) {
+    CpuBackendOptions options;
+    options.isa = isa;
+    auto backend = make_cpu_backend(options);
+    auto exec = Executor::create(*model, *backend, ExecutorOptions{2});
+    EXPECT_TRUE(exec.has_value()) << exec.status().message();
+    auto out = (*exec)->run(in);
+    EXPECT_TRUE(out.has_value()) << out.status().message();
+    return std::move(*out);
+  };
+  const NamedTensors want = run_at(CpuIsa::kAuto);
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(best_cpu_isa())) continue;
+    const NamedTensors got = run_at(isa);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_LE(rel_l2(got[i].second, want[i].second), 1e-5)
+          << name << " " << got[i].first << " at " << cpu_isa_name(isa);
+    }
+  }
+}
+
+TEST(Models, EveryCpuIsaMatchesTheDefaultOnMobileNetV2) { check_levels("mobilenet_v2"); }
+TEST(Models, EveryCpuIsaMatchesTheDefaultOnTheTransformer) { check_levels("transformer"); }
+
 }  // namespace
 }  // namespace ptq::runtime::testing

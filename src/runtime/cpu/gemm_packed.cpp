@@ -2,6 +2,7 @@
 // (their _mm512_undefined_ps pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include "gemm_packed.h"
 
 #include "lanes.h"
@@ -11,11 +12,7 @@
 #include <cmath>
 #include <utility>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-#include <immintrin.h>
-#endif
-
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -48,7 +45,7 @@ struct Tile {
   bool cold_a;  // the block's first column panel: A is read from memory, prefetched ahead
 };
 
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 
 // Where the micro-kernel reads row q of its B panel (kGemmNR floats, two vectors) from.
 struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
@@ -195,7 +192,7 @@ template <typename Rows>
 constexpr auto kRowsMicro =
     rows_table<Rows>(std::make_integer_sequence<int, static_cast<int>(MR)>{});
 
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif PTQ_AVX2
 
 template <int R>
 void micro(const Tile& t) {
@@ -386,7 +383,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
     empty_sum(m, n, c, ldc, e);
     return;
   }
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (m == 1) {  // groups of 8, then 4 whole panels by row_panels; the rest as below
     int64_t j0 = 0;
     for (; j0 + 8 * NR <= n; j0 += 8 * NR)
@@ -403,7 +400,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
     const Tile t = tile_at(pa, pb + j0 * k + k0 * NR, c, ldc, e, k, i0, j0, cols, k0, kc);
     kMicro[static_cast<size_t>(rows - 1)](t);
   });
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (e.stream) _mm_sfence();  // the streamed stores are seen before whatever follows
 #endif
 }
@@ -411,7 +408,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
                   const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& e,
                   bool far_rows) {
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (m <= 0 || n <= 0) return true;
   if (k == 0) {
     empty_sum(m, n, c, ldc, e);
@@ -436,4 +433,6 @@ bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float*
 #endif
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

@@ -6,20 +6,17 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "exp.h"
 #include "kernel_util.h"
 #include "lanes.h"
 #include "registry.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -57,7 +54,7 @@ namespace {
 // into lane j % 16), the lanes then combined in a fixed order: the same result for any thread
 // count. With AVX-512 the lanes are one register and combine as a tree (a row of 16, an
 // attention row, was bound by a sequential combine's latency).
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 float row_max(int64_t d, const float* x) {
   __m512 m = _mm512_set1_ps(-INFINITY);
   int64_t j = 0;
@@ -182,4 +179,6 @@ Expected<std::unique_ptr<Kernel>> make_log_softmax(const KernelContext& ctx) {
   return std::unique_ptr<Kernel>(std::make_unique<SoftmaxKernel>(ctx, true));
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"
