@@ -18,7 +18,8 @@
 namespace ptq::apps {
 
 void add_backend_options(CLI::App& app, BackendOptions& options, bool device_list) {
-  app.add_option("--backend", options.backend, "cpu or vulkan")->check(CLI::IsMember({"cpu", "vulkan"}));
+  app.add_option("--backend", options.backend, "cpu or vulkan")
+      ->check(CLI::IsMember({"cpu", "vulkan"}));
   if (device_list) {
     app.add_option_function<std::vector<int>>(
            "--device",
@@ -93,7 +94,8 @@ Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& optio
     PTQ_ASSIGN_OR_RETURN(e.executor, runtime::Executor::create(model, *e.backend, eo));
     return e;
   }
-  if (options.backend != "vulkan") return usage_error("unknown backend '{}' (cpu or vulkan)", options.backend);
+  if (options.backend != "vulkan")
+    return usage_error("unknown backend '{}' (cpu or vulkan)", options.backend);
 #ifdef PTQ_HAVE_VULKAN
   vulkan::VulkanOptions vo = vulkan_options_from_env();
   vo.device = options.device;
@@ -126,7 +128,8 @@ std::vector<runtime::Executor*> CalibrationEngines::executors() const {
 }
 
 Status check_workers(const BackendOptions& options, int workers) {
-  if (options.backend != "cpu" && workers > 1) return usage_error("--workers applies to --backend cpu");
+  if (options.backend != "cpu" && workers > 1)
+    return usage_error("--workers applies to --backend cpu");
   if (options.backend == "cpu" && options.devices.size() > 1) {
     return usage_error("a --device list applies to --backend vulkan");
   }
@@ -239,11 +242,13 @@ Status print_vulkan_devices(bool json) {
     fmt::print("device {}: {} ({}, Vulkan {}){}\n", d.index, d.name, d.type, d.api_version,
                d.usable ? "" : " [not usable: needs Vulkan 1.2 and a compute queue]");
     if (!d.driver.empty()) fmt::print("  driver:            {}\n", d.driver);
-    fmt::print("  device memory:     {:.1f} GiB\n", static_cast<double>(d.device_local_bytes) / 1073741824.0);
+    fmt::print("  device memory:     {:.1f} GiB\n",
+               static_cast<double>(d.device_local_bytes) / 1073741824.0);
     fmt::print("  subgroup size:     {}\n", d.subgroup_size);
     fmt::print("  shared memory:     {} KiB per workgroup\n", d.max_shared_memory / 1024);
     fmt::print("  storage range:     {} MiB per tensor\n", d.max_storage_buffer_range >> 20);
-    fmt::print("  shaderInt64:       {} ({} histogram bins)\n", yes(d.int64), d.int64 ? "exact" : "float32");
+    fmt::print("  shaderInt64:       {} ({} histogram bins)\n", yes(d.int64),
+               d.int64 ? "exact" : "float32");
     fmt::print("  shaderFloat64:     {}\n", yes(d.float64));
     fmt::print("  cooperative matrix: {} (not used yet)\n", yes(d.cooperative_matrix));
   }

@@ -57,8 +57,8 @@ void report_nonfinite(const calib::CalibrationTable& table) {
     total += r.nonfinite;
     where.push_back(fmt::format("{} ({})", name, r.nonfinite));
   }
-  fmt::print(stderr, "ptq calibrate: --ignore-nonfinite skipped {} non-finite value(s){}{}\n", total,
-             where.empty() ? "" : " in ", fmt::join(where, ", "));
+  fmt::print(stderr, "ptq calibrate: --ignore-nonfinite skipped {} non-finite value(s){}{}\n",
+             total, where.empty() ? "" : " in ", fmt::join(where, ", "));
 }
 
 void print_report(const CalibrateOptions& o, const calib::CalibrationTable& table, int64_t samples,
@@ -88,8 +88,9 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
     probe.method = o.ranges_only ? "minmax" : o.method.name;
     PTQ_RETURN_IF_ERROR(calib::trt_cache_string(probe, trt_options).status());
   }
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(co.date, run_date());
 
   PTQ_RETURN_IF_ERROR(check_workers(o.backend, o.workers));
@@ -107,8 +108,9 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   times.mark("open data");
-  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines, make_calibration_engines(model, o.backend, threads,
-                                                                           o.workers, global.quiet, &early));
+  PTQ_ASSIGN_OR_RETURN(
+      CalibrationEngines engines,
+      make_calibration_engines(model, o.backend, threads, o.workers, global.quiet, &early));
   times.mark("start backend");
 
   co.all_tensors = o.all_tensors;

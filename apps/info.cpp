@@ -55,7 +55,8 @@ Summary summarize(const ir::Model& model, [[maybe_unused]] runtime::CpuIsa isa) 
   for (const ir::Initializer& i : model.graph.initializers()) {
     s.params += i.tensor.size();
     s.param_bytes += static_cast<int64_t>(i.tensor.nbytes());
-    for (const std::string& str : i.tensor.strings()) s.param_bytes += static_cast<int64_t>(str.size());
+    for (const std::string& str : i.tensor.strings())
+      s.param_bytes += static_cast<int64_t>(str.size());
   }
 #ifdef PTQ_HAVE_CPU_RUNTIME
   runtime::CpuBackendOptions options;
@@ -105,10 +106,10 @@ void print_text(const InfoOptions& o, const ir::Model& m, const Summary& s) {
   fmt::print("model:       {}\n", o.model);
   fmt::print("ir version:  {}\n", m.ir_version);
   fmt::print("opsets:      {}\n", opsets_str(m));
-  fmt::print("producer:    {}\n",
-             m.producer_name.empty()      ? "(none)"
-             : m.producer_version.empty() ? m.producer_name
-                                          : fmt::format("{} {}", m.producer_name, m.producer_version));
+  fmt::print("producer:    {}\n", m.producer_name.empty() ? "(none)"
+                                  : m.producer_version.empty()
+                                      ? m.producer_name
+                                      : fmt::format("{} {}", m.producer_name, m.producer_version));
   print_values("inputs", m.graph.real_inputs());
   print_values("outputs", pointers(m.graph.outputs));
   fmt::print("nodes:       {}\n", m.graph.nodes.size());
@@ -117,8 +118,8 @@ void print_text(const InfoOptions& o, const ir::Model& m, const Summary& s) {
   for (const auto& [op, n] : s.op_counts) fmt::print("  {:<{}}  {}\n", op, width, n);
   fmt::print("parameters:  {} ({} in {} initializers)\n", s.params, bytes_str(s.param_bytes),
              m.graph.initializers().size());
-  fmt::print("Q/DQ nodes:  {} ({} QuantizeLinear, {} DequantizeLinear)\n", s.quantize + s.dequantize,
-             s.quantize, s.dequantize);
+  fmt::print("Q/DQ nodes:  {} ({} QuantizeLinear, {} DequantizeLinear)\n",
+             s.quantize + s.dequantize, s.quantize, s.dequantize);
   if (!s.unsupported) {
     fmt::print("unsupported ops (cpu): unknown (built without the CPU runtime)\n");
   } else if (s.unsupported->empty()) {

@@ -93,13 +93,15 @@ int64_t count_op(const ir::Model& model, std::string_view op) {
 
 int64_t weight_bytes(const ir::Model& model) {
   int64_t total = 0;
-  for (const ir::Initializer& i : model.graph.initializers()) total += static_cast<int64_t>(i.tensor.nbytes());
+  for (const ir::Initializer& i : model.graph.initializers())
+    total += static_cast<int64_t>(i.tensor.nbytes());
   return total;
 }
 
 std::string size_str(int64_t bytes) {
   if (bytes < 10 * 1024) return fmt::format("{} B", bytes);
-  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024.0);
+  if (bytes < 10 * 1024 * 1024)
+    return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024.0);
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
@@ -121,13 +123,15 @@ Status prepare_model(ir::Model& model, const QuantizeOptions& o, calibration::Mo
                            count_op(model, "DequantizeLinear"));
     }
     PTQ_ASSIGN_OR_RETURN(int64_t removed, planner::strip_qdq(model));
-    warn(global, fmt::format("--requantize: removed {} quantization node(s) from {}", removed, o.model));
+    warn(global,
+         fmt::format("--requantize: removed {} quantization node(s) from {}", removed, o.model));
     forms.add(model);
   }
   const int64_t opset = model.opset();
   if (opset < 13 && !planner::check_opset_upgradable(model).is_ok()) {
     PTQ_RETURN_IF_ERROR(onnx::convert_opset(model, 13));
-    warn(global, fmt::format("converted {} from opset {} to 13 (libonnx version converter)", o.model, opset));
+    warn(global, fmt::format("converted {} from opset {} to 13 (libonnx version converter)",
+                             o.model, opset));
     forms.add(model);
   }
   return Status::ok();
@@ -170,7 +174,8 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
 
 // Reads --cache, refused when calibrated for another graph than any form of the model or with
 // options that disagree with those given; the options it records and were not given are taken.
-Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model, const QuantizeOptions& o,
+Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model,
+                                                     const QuantizeOptions& o,
                                                      calibration::QuantizeSettings& settings,
                                                      const calibration::ModelForms& forms,
                                                      const GlobalOptions& global) {
@@ -193,7 +198,8 @@ Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions&
                     const GlobalOptions& global) {
   const bool say = !global.quiet && !o.json;
   if (std::optional<fs::path> json_out = json_cache_out(o)) {
-    PTQ_RETURN_IF_ERROR(calib::write_cache(table, *json_out, {.format = calib::CacheFormat::kJson}));
+    PTQ_RETURN_IF_ERROR(
+        calib::write_cache(table, *json_out, {.format = calib::CacheFormat::kJson}));
     if (say) fmt::print("calibration cache: {}\n", json_out->string());
   }
   if (!o.trt_cache.empty()) {
@@ -224,7 +230,8 @@ Status correct_biases(const ir::Model& model, const QuantizeOptions& o, int thre
 std::string list_head(const std::vector<std::string>& names, size_t limit = 12) {
   if (names.empty()) return "";
   const size_t shown = std::min(limit, names.size());
-  std::string s = fmt::format(": {}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+  std::string s = fmt::format(
+      ": {}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
   if (shown < names.size()) s += fmt::format(", … ({} more)", names.size() - shown);
   return s;
 }
@@ -238,8 +245,9 @@ void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
   fmt::print("  quantized layers:  {}{}\n", r.quantized_nodes.size(), list_head(r.quantized_nodes));
   if (r.folded_batchnorms > 0) fmt::print("  folded BatchNorms: {}\n", r.folded_batchnorms);
   if (r.corrected_biases > 0) fmt::print("  corrected biases:  {}\n", r.corrected_biases);
-  fmt::print("  float tensors:     {}{}\n", r.float_tensors.size(),
-             r.float_tensors.empty() ? "" : " (no calibrated range)" + list_head(r.float_tensors, 1000));
+  fmt::print(
+      "  float tensors:     {}{}\n", r.float_tensors.size(),
+      r.float_tensors.empty() ? "" : " (no calibrated range)" + list_head(r.float_tensors, 1000));
   const int64_t in_file = file_bytes(o.model);
   int64_t out_file = file_bytes(o.out);
   if (o.external_data) out_file += file_bytes(fs::path(o.out).string() + ".data");
@@ -296,8 +304,9 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
   planner::PlanOptions& plan = settings.plan;
   PTQ_ASSIGN_OR_RETURN(onnx::InputShapes flag_shapes, parse_input_shapes(o.input_shapes));
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   PhaseTimes times;
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
@@ -333,7 +342,8 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   for (const std::string& w : result.warnings) warn(global, w);
   for (const std::string& w : report::clipping_warnings(model, table)) warn(global, w);
   if (Status s = onnx::check_model(model); !s.is_ok()) {
-    return runtime_error("the quantized model fails the ONNX check (a ptqkit bug): {}", s.message());
+    return runtime_error("the quantized model fails the ONNX check (a ptqkit bug): {}",
+                         s.message());
   }
   onnx::SaveOptions so;
   so.external_data = o.external_data;

@@ -67,8 +67,9 @@ struct SensitivityOptions {
 Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::Dataset& ds) {
   PTQ_ASSIGN_OR_RETURN(ir::Tensor t, data::load_npy(path));
   if (!ir::is_integer(t.dtype()) || t.rank() < 1 || t.dim(0) != ds.source_size()) {
-    return invalid_input("{}: labels must be integers of shape [N] with N = {} (the eval samples), not {} {}",
-                         path, ds.source_size(), ir::dtype_name(t.dtype()), ir::shape_str(t.shape()));
+    return invalid_input(
+        "{}: labels must be integers of shape [N] with N = {} (the eval samples), not {} {}", path,
+        ds.source_size(), ir::dtype_name(t.dtype()), ir::shape_str(t.shape()));
   }
   std::vector<int64_t> out;
   for (int64_t i : ds.order()) out.push_back(t.as_int64(i));
@@ -78,8 +79,8 @@ Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::
 // The table from --cache (adopting the options it records) or calibrated on --data, with the
 // bias corrections of --bias-correction: what `ptq quantize` takes, so --write writes its model.
 Expected<calib::CalibrationTable> get_table(const ir::Model& model, const SensitivityOptions& o,
-                                            calibration::QuantizeSettings& settings,
-                                            Engine& engine, int threads, const GlobalOptions& global) {
+                                            calibration::QuantizeSettings& settings, Engine& engine,
+                                            int threads, const GlobalOptions& global) {
   if (!o.cache.empty()) {
     PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
                          calibration::read_cache_for(model, calibration::ModelForms(model), o.cache,
@@ -103,7 +104,8 @@ Expected<calib::CalibrationTable> get_table(const ir::Model& model, const Sensit
     line.update(p.samples_done);
     return Status::ok();
   };
-  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, calibration::calibrate(model, *engine.executor, calib_data, co));
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t,
+                       calibration::calibrate(model, *engine.executor, calib_data, co));
   line.finish();
   PTQ_RETURN_IF_ERROR(calibration::use_bias_correction(model, t, &calib_data, threads, settings));
   return t;
@@ -115,7 +117,8 @@ void print_table(const sens::SweepResult& r, sens::Metric metric) {
              metrics::format_metric(r.quantized_score.value, 4), sens::mode_name(r.mode));
   size_t width = 5;
   for (const auto& l : r.layers) width = std::max(width, l.name.size());
-  fmt::print("{:>4}  {:<{}}  {:<8}  {:>10}\n", "rank", "layer", width, "kind", sens::metric_name(metric));
+  fmt::print("{:>4}  {:<{}}  {:<8}  {:>10}\n", "rank", "layer", width, "kind",
+             sens::metric_name(metric));
   for (size_t i = 0; i < r.layers.size(); ++i) {
     const auto& l = r.layers[i];
     fmt::print("{:>4}  {:<{}}  {:<8}  {:>10}\n", i + 1, l.name, width, l.kind,
@@ -156,10 +159,11 @@ Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::
 // fallbacks were listed when `engine` was made, and --strict still refuses).
 sens::ExecutorFactory sweep_executors(const Engine& engine, const BackendOptions& backend) {
   if (engine.backend) return sens::backend_executors(*engine.backend);
-  return [backend](const ir::Model& m, int threads) -> Expected<std::unique_ptr<runtime::Executor>> {
-    PTQ_ASSIGN_OR_RETURN(Engine e, make_engine(m, backend, threads, true));
-    return std::move(e.executor);
-  };
+  return
+      [backend](const ir::Model& m, int threads) -> Expected<std::unique_ptr<runtime::Executor>> {
+        PTQ_ASSIGN_OR_RETURN(Engine e, make_engine(m, backend, threads, true));
+        return std::move(e.executor);
+      };
 }
 
 // --target-drop is a drop from FP32 (top1, cosine) or a maximum (mse), so not negative; for
@@ -183,8 +187,9 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   }
   if (!o.write.empty() && !o.target_drop) return usage_error("--write needs --target-drop");
   PTQ_RETURN_IF_ERROR(check_target(o.target_drop, metric));
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.backend.devices.size() > 1 && global.comm->size() == 1) {
     return usage_error("a sweep runs on one device per process: give --device N, or a list under "
                        "mpirun (one device per rank)");
@@ -221,14 +226,13 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   // An only-mode sweep with reuse runs the FP32 model on every batch anyway (its base), which
   // gives the evaluator every FP32 output: it runs nothing itself.
   const bool base_is_float = mode == sens::Mode::kOnly && !o.no_reuse;
-  PTQ_ASSIGN_OR_RETURN(sens::Evaluator ev,
-                       sens::Evaluator::create(model, sweep_executors(engine, o.backend), eval,
-                                               labels.empty() ? nullptr : &labels,
-                                               {.metric = metric,
-                                                .threads = threads,
-                                                .reference_batches = base_is_float
-                                                                         ? 0
-                                                                         : sens::Evaluator::Options::kAllBatches}));
+  PTQ_ASSIGN_OR_RETURN(
+      sens::Evaluator ev,
+      sens::Evaluator::create(
+          model, sweep_executors(engine, o.backend), eval, labels.empty() ? nullptr : &labels,
+          {.metric = metric,
+           .threads = threads,
+           .reference_batches = base_is_float ? 0 : sens::Evaluator::Options::kAllBatches}));
   sens::SweepOptions so;
   so.mode = mode;
   so.plan = plan;
@@ -246,17 +250,20 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(sens::SweepResult result, sens::sweep(table, ev, so));
   line.finish();
   if (global.comm->rank() != 0) return Status::ok();  // rank 0 selects and reports
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   if (!global.quiet) print_table(result, metric);
 
   std::optional<sens::Selection> sel;
   if (o.target_drop) {
-    PTQ_ASSIGN_OR_RETURN(sel, sens::select(model, table, ev, plan, result.layers, *o.target_drop, o.max_float));
+    PTQ_ASSIGN_OR_RETURN(
+        sel, sens::select(model, table, ev, plan, result.layers, *o.target_drop, o.max_float));
     if (!global.quiet) {
       fmt::print("selection: {} float layer(s) [{}], {} = {} ({})\n", sel->float_set.size(),
                  fmt::join(sel->float_set, ", "), sens::metric_name(metric),
-                 metrics::format_metric(sel->score.value, 4), sel->met ? "target met" : "target NOT met");
+                 metrics::format_metric(sel->score.value, 4),
+                 sel->met ? "target met" : "target NOT met");
     }
   }
   sens::ReportInfo info{.model_path = o.model,
@@ -272,11 +279,15 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
 
   std::optional<ir::Model> partial;
   if (sel || !o.html.empty()) {
-    PTQ_ASSIGN_OR_RETURN(partial, sens::partial_model(model, table, plan, sel ? sel->float_set : std::vector<std::string>{}));
+    PTQ_ASSIGN_OR_RETURN(
+        partial,
+        sens::partial_model(model, table, plan, sel ? sel->float_set : std::vector<std::string>{}));
   }
   if (!o.write.empty()) PTQ_RETURN_IF_ERROR(onnx::save_model(*partial, o.write));
   if (!o.html.empty()) {
-    const std::string label = !o.write.empty() ? o.write : sel ? "partial model" : "fully quantized model";
+    const std::string label = !o.write.empty() ? o.write
+                              : sel            ? "partial model"
+                                               : "fully quantized model";
     PTQ_RETURN_IF_ERROR(write_html(o, *partial, label, text, global.quiet));
   }
   return Status::ok();
@@ -295,18 +306,22 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
   app.add_option("--eval-samples", o->eval_samples, "use the first N eval samples (default: all)")
       ->check(at_least(0));
   app.add_option("--labels", o->labels, "integer .npy, one label per eval sample (top1 accuracy)");
-  app.add_option("--cache", o->cache, "reuse this calibration cache instead of calibrating on --data");
+  app.add_option("--cache", o->cache,
+                 "reuse this calibration cache instead of calibrating on --data");
   app.add_flag("--force", o->force,
                "use a cache calibrated for another graph, or recording other options than those "
                "given (the given ones win)");
   add_method_options(app, o->method, {.what = "calibration method with --data"});
   add_smoothquant_option(app, o->smoothquant);
   add_plan_options(app, o->plan);
-  app.add_option("--metric", o->metric, "top1 (accuracy with --labels, else agreement with FP32), sqnr, cosine or mse");
-  app.add_option("--mode", o->mode, "only: one layer quantized; all-but: all layers but one quantized");
-  app.add_option("--target-drop", o->target_drop,
-                 "keep the most sensitive layers float until the partial model meets this: top1/cosine "
-                 "drop from FP32 (top1 a fraction: 0.005 = half a point), sqnr minimum dB, mse maximum");
+  app.add_option("--metric", o->metric,
+                 "top1 (accuracy with --labels, else agreement with FP32), sqnr, cosine or mse");
+  app.add_option("--mode", o->mode,
+                 "only: one layer quantized; all-but: all layers but one quantized");
+  app.add_option(
+      "--target-drop", o->target_drop,
+      "keep the most sensitive layers float until the partial model meets this: top1/cosine "
+      "drop from FP32 (top1 a fraction: 0.005 = half a point), sqnr minimum dB, mse maximum");
   app.add_option("--max-float-layers", o->max_float, "cap on the float set (default: none)")
       ->check(at_least(0));
   app.add_option("-o,--output", o->out, "JSON report")->required();
@@ -318,7 +333,8 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
                  "layers evaluated concurrently, each on threads / N threads (default: one a "
                  "thread where memory allows; 1 on Vulkan)")
       ->check(at_least(1));
-  app.add_flag("--no-reuse", o->no_reuse, "run every variant whole instead of reusing the float prefix");
+  app.add_flag("--no-reuse", o->no_reuse,
+               "run every variant whole instead of reusing the float prefix");
   return [o, &global, &app]() {
     o->given = given_plan_flags(app);
     return sensitivity_command(*o, global);

@@ -1,5 +1,5 @@
-// Convolution kernel calls timed alone (docs/perf-history.md, CPU runtime), with Clip(0, 6) fused as in
-// MobileNetV2, on random inputs (fixed seed), by the kernel the CPU Conv kernel picks for the
+// Convolution kernel calls timed alone (docs/perf-history.md, CPU runtime), with Clip(0, 6) fused
+// as in MobileNetV2, on random inputs (fixed seed), by the kernel the CPU Conv kernel picks for the
 // shape (conv_lanes where it applies, else conv_fast; not Winograd), weights packed ahead, at the
 // build's highest instruction-set level (AVX-512 with GCC on x86-64).
 //   conv_bench conv N C M H K S THREADS REPS [GROUPS]

@@ -128,7 +128,8 @@ class JsonReader {
 
   template <typename... Args>
   Status error(std::string_view anchor, fmt::format_string<Args...> f, Args&&... args) const {
-    return invalid_input("{}:{}: {}", file_, line_of(anchor), fmt::format(f, std::forward<Args>(args)...));
+    return invalid_input("{}:{}: {}", file_, line_of(anchor),
+                         fmt::format(f, std::forward<Args>(args)...));
   }
   // The line where `anchor` (a JSON key as written) first appears; 1 if not found.
   int64_t line_of(std::string_view anchor) const {
@@ -155,7 +156,8 @@ class JsonReader {
     }
     return it->get<int64_t>();
   }
-  Expected<std::string> string(const json& obj, std::string_view key, std::string_view anchor) const {
+  Expected<std::string> string(const json& obj, std::string_view key,
+                               std::string_view anchor) const {
     auto it = obj.find(key);
     if (it == obj.end()) return std::string();
     if (!it->is_string()) return error(anchor, "\"{}\" must be a string", key);
@@ -169,7 +171,8 @@ class JsonReader {
       return error(anchor, "histogram range {} is not a finite value >= 0", r.hist_max);
     }
     PTQ_ASSIGN_OR_RETURN(int64_t bins, integer(h, "bins", anchor, kBins));
-    if (bins != kBins) return error(anchor, "histogram has {} bins, this ptqkit reads {}", bins, kBins);
+    if (bins != kBins)
+      return error(anchor, "histogram has {} bins, this ptqkit reads {}", bins, kBins);
     auto counts = h.find("counts");
     if (counts == h.end() || !counts->is_array()) {
       return error(anchor, "histogram \"counts\" must be an array of [bin, count] pairs");
@@ -184,7 +187,8 @@ class JsonReader {
       }
       const uint64_t bin = pair[0].get<uint64_t>();
       const uint64_t count = pair[1].get<uint64_t>();
-      if (bin >= static_cast<uint64_t>(bins) || static_cast<int64_t>(bin) <= previous || count == 0) {
+      if (bin >= static_cast<uint64_t>(bins) || static_cast<int64_t>(bin) <= previous ||
+          count == 0) {
         return error(anchor, "histogram pair {}: bins must increase within [0, {}) with counts > 0",
                      dump(pair), bins);
       }
@@ -223,11 +227,13 @@ class JsonReader {
     for (const json& in : *inputs) {
       if (!in.is_object() || !in.contains("name") || !in["name"].is_string() ||
           !in.contains("shape") || !in["shape"].is_array()) {
-        return error("\"model\"", "model input {} must be {{\"name\": …, \"shape\": […]}}", dump(in));
+        return error("\"model\"", "model input {} must be {{\"name\": …, \"shape\": […]}}",
+                     dump(in));
       }
       std::vector<int64_t> shape;
       for (const json& d : in["shape"]) {
-        if (!d.is_number_integer()) return error("\"model\"", "input shape {} has a non-integer", dump(in));
+        if (!d.is_number_integer())
+          return error("\"model\"", "input shape {} has a non-integer", dump(in));
         shape.push_back(d.get<int64_t>());
       }
       m.inputs.emplace_back(in["name"].get<std::string>(), std::move(shape));
@@ -326,7 +332,8 @@ class JsonReader {
     if (!top.is_object()) return error("", "a ptqkit cache is a JSON object");
     auto format = top.find("format");
     if (format == top.end() || *format != kFormat) {
-      return error("\"format\"", "not a ptqkit calibration cache (\"format\" must be \"{}\")", kFormat);
+      return error("\"format\"", "not a ptqkit calibration cache (\"format\" must be \"{}\")",
+                   kFormat);
     }
     auto version = top.find("version");
     if (version == top.end() || !version->is_number_integer() || *version != kVersion) {

@@ -106,7 +106,8 @@ CacheFormat detect_format(std::string_view bytes);
 using Warnings = std::vector<std::string>;
 
 // Reads a cache of any format; errors name the file and line.
-Expected<CalibrationTable> read_cache(const std::filesystem::path& path, Warnings* warnings = nullptr);
+Expected<CalibrationTable> read_cache(const std::filesystem::path& path,
+                                      Warnings* warnings = nullptr);
 
 // ---- ptqkit JSON cache ----------------------------------------------------------------------
 

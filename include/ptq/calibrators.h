@@ -12,8 +12,8 @@
 //                       ir::num_elements(t.shape), {first, n});
 //   collector.finish_ranges();                             // fixes T per tensor
 //   // phase 2, same samples (any order):
-//   collector.add_histogram(t.name, [&](double T, std::span<uint64_t> c) { t.stats.histogram(T, c); });
-//   PTQ_ASSIGN_OR_RETURN(CalibrationTable table, collector.table(method));
+//   collector.add_histogram(t.name, [&](double T, std::span<uint64_t> c) { t.stats.histogram(T, c);
+//   }); PTQ_ASSIGN_OR_RETURN(CalibrationTable table, collector.table(method));
 //   // then fill table.model / table.run and write it (calib::write_cache).
 //
 // Every method is a pure function of (T, counts), so a cache that stores histograms can be

@@ -64,8 +64,8 @@ struct Score {
 // Makes an executor for `model` (the FP32 model, a variant, a cut subgraph) with `threads` CPU
 // threads; `model` is borrowed and outlives the executor. Called from several threads at once
 // when a sweep runs units in parallel.
-using ExecutorFactory =
-    std::function<Expected<std::unique_ptr<runtime::Executor>>(const ir::Model& model, int threads)>;
+using ExecutorFactory = std::function<Expected<std::unique_ptr<runtime::Executor>>(
+    const ir::Model& model, int threads)>;
 
 // Executors on `backend` (borrowed: it must outlive every executor made).
 ExecutorFactory backend_executors(runtime::Backend& backend);
@@ -129,7 +129,8 @@ class Evaluator {
   int threads() const { return options_.threads; }
   const ir::Model& model() const { return *model_; }
   // An executor from the factory the evaluator was made with (`m` borrowed).
-  Expected<std::unique_ptr<runtime::Executor>> make_executor(const ir::Model& m, int threads) const {
+  Expected<std::unique_ptr<runtime::Executor>> make_executor(const ir::Model& m,
+                                                             int threads) const {
     return executors_(m, threads);
   }
   const data::Dataset& data() const { return *eval_; }

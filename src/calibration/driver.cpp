@@ -94,7 +94,8 @@ class StatsObserver final : public runtime::Observer {
     std::string where;
     if (count_ > 0 && !t.shape.empty() && t.shape[0] == count_ && m.first_nonfinite >= 0) {
       const int64_t pos = first_ + m.first_nonfinite / (elements / count_);
-      const int64_t src = pos < static_cast<int64_t>(order.size()) ? order[static_cast<size_t>(pos)] : pos;
+      const int64_t src =
+          pos < static_cast<int64_t>(order.size()) ? order[static_cast<size_t>(pos)] : pos;
       where = fmt::format("sample {}", src);
     } else {
       where = fmt::format("the batch of delivered samples {}..{}", first_, first_ + count_ - 1);
@@ -325,7 +326,8 @@ Status check_options(const ir::Model& model, const CalibrationOptions& o) {
   if (o.common_ranges == nullptr) return Status::ok();
   if (o.ranges_only) return usage_error("a ranges-only run cannot take a common ranges table");
   if (o.method.name == "minmax") {
-    return usage_error("common ranges apply to histogram methods; min-max shards merge as they are");
+    return usage_error(
+        "common ranges apply to histogram methods; min-max shards merge as they are");
   }
   const std::string& theirs = o.common_ranges->model.graph_sha256;
   if (!theirs.empty()) {

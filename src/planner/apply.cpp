@@ -25,7 +25,8 @@ struct ActScale {
 // A Quantize/DequantizeLinear node; `axis` < 0: per-tensor (no axis attribute).
 ir::Node qdq_node(std::string op, std::string name, std::vector<std::string> inputs,
                   std::string output, int64_t axis) {
-  ir::Node n = ir::make_node(std::move(op), std::move(name), std::move(inputs), {std::move(output)});
+  ir::Node n =
+      ir::make_node(std::move(op), std::move(name), std::move(inputs), {std::move(output)});
   if (axis >= 0) n.attributes.push_back(ir::int_attr("axis", axis));
   return n;
 }
@@ -143,7 +144,9 @@ class Rewriter {
     return dq_out;
   }
 
-  void rewire(const QuantEdge& e, const std::string& value) { g_.nodes[e.node].inputs[e.input] = value; }
+  void rewire(const QuantEdge& e, const std::string& value) {
+    g_.nodes[e.node].inputs[e.input] = value;
+  }
 
   Status quantize_weights_and_biases() {
     // Scales first: ORT widens a weight's scales so every bias reading it fits in int32.
@@ -300,7 +303,8 @@ class Rewriter {
       dropped_inits.insert(*it);  // a view of `unread`, which outlives the erased name
       return true;
     });
-    std::erase_if(g_.inputs, [&](const ir::ValueInfo& v) { return dropped_inits.contains(v.name); });
+    std::erase_if(g_.inputs,
+                  [&](const ir::ValueInfo& v) { return dropped_inits.contains(v.name); });
     std::erase_if(g_.nodes, [&](const ir::Node& node) {
       return node.op_type == "Constant" && !node.outputs.empty() && drop.contains(node.outputs[0]);
     });

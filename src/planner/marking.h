@@ -75,7 +75,8 @@ bool rule_ort_propagate(Marking& m, size_t n);
 // Finds BatchNormalizations that fold into the Conv before them.
 void find_bn_folds(Marking& m);
 
-// The error for an unresolved dim: node, tensor, dim, and the graph inputs to bind (unresolved.cpp).
+// The error for an unresolved dim: node, tensor, dim, and the graph inputs to bind
+// (unresolved.cpp).
 Status unresolved_error(const GraphView& view, const PlanOptions& options, const UnresolvedDim& d);
 
 }  // namespace ptq::planner

@@ -198,7 +198,8 @@ Expected<runtime::NamedTensors> variant_outputs(const Job& job, std::vector<ir::
   runtime::NamedTensors out;
   const size_t count = job.variant ? job.variant->graph.outputs.size() : base.outputs.size();
   for (size_t i = 0; i < count; ++i) {
-    const std::string& name = job.variant ? job.variant->graph.outputs[i].name : base.outputs[i].first;
+    const std::string& name =
+        job.variant ? job.variant->graph.outputs[i].name : base.outputs[i].first;
     const int64_t s = job.cut ? job.cut->sub_output[i] : static_cast<int64_t>(i);
     if (s >= 0) {
       out.emplace_back(name, std::move(part_out[static_cast<size_t>(s)]));
@@ -418,7 +419,8 @@ size_t mine_count(const std::vector<Job>& jobs) {
 }
 
 // One job per unit, then (unless the base run scores it) one for the fully quantized model.
-std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o, bool base_is_quantized) {
+std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o,
+                           bool base_is_quantized) {
   std::vector<Job> jobs(plan.units.size() + (base_is_quantized ? 0 : 1));
   for (size_t i = 0; i < plan.units.size(); ++i) {
     jobs[i].name = plan.units[i].name;
@@ -447,7 +449,8 @@ bool overlap_base(bool idle, int threads, int workers, SweepOptions::BaseOverlap
 bool idle_pass(const Evaluator& ev) {
   constexpr double kBusyAtMost = 0.85;
   if (ev.float_pass_seconds() <= 0.0) return false;
-  return ev.float_pass_cpu_seconds() / (ev.float_pass_seconds() * std::max(ev.threads(), 1)) < kBusyAtMost;
+  return ev.float_pass_cpu_seconds() / (ev.float_pass_seconds() * std::max(ev.threads(), 1)) <
+         kBusyAtMost;
 }
 
 // Over one cold batch (the base's first, `seconds` long) the busy share swings with the first
@@ -457,7 +460,8 @@ bool idle_pass(const Evaluator& ev) {
 // ~7 ms).
 bool idle_batch(double seconds, const runtime::RunStats& stats) {
   constexpr double kShortKernel = 0.5e-3;
-  return seconds / static_cast<double>(std::max<int64_t>(stats.steps - stats.fused, 1)) < kShortKernel;
+  return seconds / static_cast<double>(std::max<int64_t>(stats.steps - stats.fused, 1)) <
+         kShortKernel;
 }
 
 // Workers for a sweep: SweepOptions::parallel, or as many as fit (auto_parallel()) given the
@@ -539,12 +543,14 @@ Expected<Start> start_from_base(std::vector<Job>& jobs, const Evaluator& ev, con
   Start s;
   const auto t0 = std::chrono::steady_clock::now();
   PTQ_ASSIGN_OR_RETURN(s.first, feed(ev, base_run, 0));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const runtime::RunStats stats = base_run.exec->last_run_stats();
   const auto shapes = base_run.exec->value_shapes();
   const SeenShapes seen(shapes.begin(), shapes.end());
   s.parallel = workers(o, ev.threads(), stats.pool_bytes, mine_count(jobs));
-  const bool overlap = overlap_base(idle_batch(seconds, stats), ev.threads(), s.parallel, o.overlap);
+  const bool overlap =
+      overlap_base(idle_batch(seconds, stats), ev.threads(), s.parallel, o.overlap);
   const double base_cost = overlap ? estimated_cost(base, base.graph, seen) : 0.0;
   PTQ_ASSIGN_OR_RETURN(s.groups, deal(jobs, ev, s.parallel, base_cost, base.graph, seen));
   return s;
@@ -745,7 +751,8 @@ Expected<Part> sweep_part(const calib::CalibrationTable& table, Evaluator& ev,
   planner::WeightMemo weights(ev.model());  // outlives the variants, which hold views of it
   // The base and every variant run with their constants folded (fold.h), with reuse or
   // without. Unless the base's run scores the fully quantized model, that is one more job.
-  ConstantFolder folder([&ev](const ir::Model& m, int threads) { return ev.make_executor(m, threads); });
+  ConstantFolder folder(
+      [&ev](const ir::Model& m, int threads) { return ev.make_executor(m, threads); });
   const Maker maker{borrowed, planner, weights, folder};
   const bool base_scores_quantized = o.reuse && o.mode == Mode::kAllBut;
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
@@ -798,7 +805,8 @@ Expected<Part> sweep_part(const calib::CalibrationTable& table, Evaluator& ev,
   PTQ_RETURN_IF_ERROR(run_batches({groups, jobs, ev, parallel, base_run}, std::move(started.first),
                                   base_scores_quantized ? &quantized_tally : nullptr,
                                   [&](int64_t b) {
-                                    if (o.progress) o.progress((b + 1) * units, ev.num_batches() * units);
+                                    if (o.progress)
+                                      o.progress((b + 1) * units, ev.num_batches() * units);
                                   }));
   part.float_score = ev.float_score();
   if (base_scores_quantized) part.quantized_score = quantized_tally.score(ev);
@@ -809,7 +817,8 @@ Expected<Part> sweep_part(const calib::CalibrationTable& table, Evaluator& ev,
   }
   // The executors, merged graphs and variants are freed here, on one thread: freed on two new
   // threads at once (freeing memory that other threads allocated, and unmapping arenas in one
-  // address space) a 64-sample transformer sweep took 3-4 ms longer (docs/perf-history.md, session 19).
+  // address space) a 64-sample transformer sweep took 3-4 ms longer (docs/perf-history.md, session
+  // 19).
   for (Group& g : groups) g = Group{};
   for (Job& job : jobs) job = Job{};
   return part;
@@ -820,7 +829,8 @@ Expected<Part> sweep_part(const calib::CalibrationTable& table, Evaluator& ev,
 Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
                             const SweepOptions& o) {
   if (!ev.has_all_references() && !(o.reuse && o.mode == Mode::kOnly)) {
-    return runtime_error("the evaluator lacks FP32 outputs that only an only-mode sweep with reuse supplies");
+    return runtime_error(
+        "the evaluator lacks FP32 outputs that only an only-mode sweep with reuse supplies");
   }
   dist::Solo solo;
   dist::Communicator& comm = o.comm != nullptr ? *o.comm : solo;

@@ -136,7 +136,8 @@ TEST(JsonCache, ErrorsNameFileAndLine) {
   const size_t counts = broken.find("\"counts\":[[", t2);
   broken.replace(counts, 11, "\"counts\":[[4096,1],[");
   const std::string message = error_of(broken);
-  const int line = 1 + static_cast<int>(std::count(good.begin(), good.begin() + static_cast<int64_t>(t2), '\n'));
+  const int line =
+      1 + static_cast<int>(std::count(good.begin(), good.begin() + static_cast<int64_t>(t2), '\n'));
   EXPECT_NE(message.find(fmt::format("bad.json:{}:", line)), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos);
 

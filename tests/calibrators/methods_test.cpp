@@ -120,7 +120,8 @@ TEST(Methods, AllZeroTensorGivesZeroForEveryMethod) {
   const TensorCollector t = collect(std::vector<float>(1000, 0.0f));
   EXPECT_EQ(t.range(), 0.0);
   EXPECT_EQ(t.counts()[0], 1000u);
-  for (const CalibratorInfo& c : calibrators()) EXPECT_EQ(amax_of(t, std::string(c.name)), 0.0) << c.name;
+  for (const CalibratorInfo& c : calibrators())
+    EXPECT_EQ(amax_of(t, std::string(c.name)), 0.0) << c.name;
 }
 
 TEST(Methods, ConstantTensorKeepsTheFullRange) {

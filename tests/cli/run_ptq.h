@@ -89,7 +89,8 @@ inline PtqResult run_program(const std::string& program, const std::vector<std::
 }
 
 // Runs `ptq args...` (optionally in `cwd`) and waits for it.
-inline PtqResult run_ptq(const std::vector<std::string>& args, const std::filesystem::path& cwd = {}) {
+inline PtqResult run_ptq(const std::vector<std::string>& args,
+                         const std::filesystem::path& cwd = {}) {
   return run_program(ptq_binary().string(), args, cwd);
 }
 

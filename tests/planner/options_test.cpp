@@ -193,7 +193,8 @@ TEST(Options, PlannerSelectsUnitsAsPlanDoes) {
   auto planner = Planner::create(b.model, table, base);
   ASSERT_TRUE(planner.has_value()) << planner.status().message();
   const std::vector<std::string> names = {"conv1", "conv2", "conv3", "fc", "gap"};
-  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> selections = {{{}, {}}};
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> selections = {
+      {{}, {}}};
   for (const std::string& n : names) {
     selections.push_back({{n}, {}});
     selections.push_back({{}, {n}});
@@ -322,7 +323,8 @@ TEST(Ort, Int32BiasOverflowWidensWeightScale) {
   std::vector<float> s5(ws.span<float>().begin(), ws.span<float>().end());
   ir::Tensor ref = quantize_weights(w, 0, s5);
   const ir::Tensor& q = *m.graph.initializer(wdq->inputs[0]);
-  EXPECT_TRUE(std::equal(q.span<int8_t>().begin(), q.span<int8_t>().end(), ref.span<int8_t>().begin()));
+  EXPECT_TRUE(
+      std::equal(q.span<int8_t>().begin(), q.span<int8_t>().end(), ref.span<int8_t>().begin()));
   const ir::Tensor& qb = *m.graph.initializer(dq_at(m, "conv", 2)->inputs[0]);
   EXPECT_GT(qb.data<int32_t>()[5], 2000000000);
 }

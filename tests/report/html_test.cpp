@@ -80,7 +80,8 @@ TEST_F(HtmlReport, OpensInChromiumWithEverySection) {
   models[2] = {"resnet18.onnx", "models/resnet18.onnx", 46748540, &fp32, std::nullopt};
 
   auto sens = parse_sensitivity_json(R"({"metric": "sqnr", "mode": "only", "layers": [
-      {"name": "/conv1/Conv", "metric": 18.5}, {"name": "/layer1/layer1.0/conv1/Conv", "metric": 31.2},
+      {"name": "/conv1/Conv", "metric": 18.5},
+      {"name": "/layer1/layer1.0/conv1/Conv", "metric": 31.2},
       {"name": "/fc/Gemm", "metric": 27.9}], "float_set": ["/conv1/Conv"]})",
                                      "sens.json");
   ASSERT_TRUE(sens.has_value()) << sens.status().message();

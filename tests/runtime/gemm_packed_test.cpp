@@ -84,7 +84,8 @@ PTQ_ISA_TEST(GemmPacked, MatchesDoubleReferenceOnRandomShapes) {
         }
         double s = 0.0;
         for (int64_t q = 0; q < k; ++q) {
-          s += double(ta ? a.v[q * m + i] : a.v[i * k + q]) * (tb ? b.v[j * k + q] : b.v[q * n + j]);
+          s +=
+              double(ta ? a.v[q * m + i] : a.v[i * k + q]) * (tb ? b.v[j * k + q] : b.v[q * n + j]);
         }
         if (e.row_bias != nullptr) s += e.row_bias[i];
         if (e.residual != nullptr) s += e.residual[i * e.ldr + j];
@@ -293,7 +294,8 @@ PTQ_ISA_TEST(GemmPacked, ConvWithConstantWeights) {
     const ir::Node node = make_node("Conv", 3, 1,
                                     {attr_int("group", c.group), attr_ints("strides", c.strides),
                                      attr_ints("pads", c.pads)});
-    expect_packed_matches(node, in, {1}, "conv x " + ir::shape_str(c.x) + " w " + ir::shape_str(c.w), true);
+    expect_packed_matches(node, in, {1},
+                          "conv x " + ir::shape_str(c.x) + " w " + ir::shape_str(c.w), true);
   }
 }
 
@@ -312,7 +314,8 @@ PTQ_ISA_TEST(GemmPacked, GemmAndMatMulWithConstantB) {
     }
   }
   std::vector<ir::Tensor> in{random_tensor(rng, {2, 45, 64}), random_tensor(rng, {64, 100})};
-  expect_packed_matches(make_node("MatMul", 2, 1), in, {1}, "matmul [2, 45, 64] x [64, 100]", false);
+  expect_packed_matches(make_node("MatMul", 2, 1), in, {1}, "matmul [2, 45, 64] x [64, 100]",
+                        false);
   std::vector<ir::Tensor> vec{random_tensor(rng, {64}), random_tensor(rng, {64, 33})};
   expect_packed_matches(make_node("MatMul", 2, 1), vec, {1}, "matmul [64] x [64, 33]", false);
 }

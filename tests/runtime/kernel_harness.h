@@ -29,10 +29,18 @@ class PoisonAllocator final : public Allocator {
 };
 
 // The kernel tests' names for ir/builders.h's attribute constructors.
-inline ir::Attribute attr_int(std::string name, int64_t v) { return ir::int_attr(std::move(name), v); }
-inline ir::Attribute attr_float(std::string name, float v) { return ir::float_attr(std::move(name), v); }
-inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) { return ir::ints_attr(std::move(name), std::move(v)); }
-inline ir::Attribute attr_string(std::string name, std::string v) { return ir::string_attr(std::move(name), std::move(v)); }
+inline ir::Attribute attr_int(std::string name, int64_t v) {
+  return ir::int_attr(std::move(name), v);
+}
+inline ir::Attribute attr_float(std::string name, float v) {
+  return ir::float_attr(std::move(name), v);
+}
+inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) {
+  return ir::ints_attr(std::move(name), std::move(v));
+}
+inline ir::Attribute attr_string(std::string name, std::string v) {
+  return ir::string_attr(std::move(name), std::move(v));
+}
 
 // A node with inputs "i0".."i{n-1}" ("" where `present` says omitted) and outputs "o0"...
 inline ir::Node make_node(std::string op, size_t inputs, size_t outputs,

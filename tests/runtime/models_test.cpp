@@ -25,11 +25,13 @@ fs::path test_data() {
 }
 
 // Runs ORT on the first `count` samples; returns the output folder.
-fs::path run_ort(const fs::path& model, const fs::path& samples, int count, const std::string& tag) {
+fs::path run_ort(const fs::path& model, const fs::path& samples, int count,
+                 const std::string& tag) {
   const fs::path out = fs::path(PTQ_BINARY_DIR) / "ort-out" / tag;
   fs::remove_all(out);
-  const std::string cmd = fmt::format("node '{}/tests/runtime/ort_run.js' '{}' '{}' {} '{}' 1 2>&1",
-                                      PTQ_SOURCE_DIR, model.string(), samples.string(), count, out.string());
+  const std::string cmd =
+      fmt::format("node '{}/tests/runtime/ort_run.js' '{}' '{}' {} '{}' 1 2>&1", PTQ_SOURCE_DIR,
+                  model.string(), samples.string(), count, out.string());
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << "ONNX Runtime (node + third_party/ort) failed or is missing: " << cmd;
   return out;
@@ -62,14 +64,16 @@ void check_model(const std::string& name) {
     in.emplace_back(input, first_samples(*samples, batch));
     auto ours = (*exec)->run(in);
     ASSERT_TRUE(ours.has_value()) << ours.status().message();
-    const fs::path ort_dir = run_ort(model_path, samples_path, batch, fmt::format("{}-b{}", name, batch));
+    const fs::path ort_dir =
+        run_ort(model_path, samples_path, batch, fmt::format("{}-b{}", name, batch));
     for (const auto& [out_name, tensor] : *ours) {
       auto theirs = read_npy(ort_dir / (out_name + ".npy"));
       ASSERT_TRUE(theirs.has_value()) << theirs.status().message();
       EXPECT_EQ(tensor.shape(), theirs->shape()) << name << " " << out_name;
       const double err = rel_l2(tensor, *theirs);
       EXPECT_LE(err, 1e-4) << name << " output " << out_name << " batch " << batch;
-      ::testing::Test::RecordProperty(fmt::format("{}_b{}_{}_rel_l2", name, batch, out_name), fmt::format("{:.3g}", err));
+      ::testing::Test::RecordProperty(fmt::format("{}_b{}_{}_rel_l2", name, batch, out_name),
+                                      fmt::format("{:.3g}", err));
     }
   }
 }

@@ -54,9 +54,10 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
   const std::string report = (dir_ / "r.json").string();
   const std::string html = (dir_ / "r.html").string();
   const std::string partial = (dir_ / "p.onnx").string();
-  auto r = run_ptq({"sensitivity", model_, "--cache", cache, "--eval", test_, "--eval-samples", "300",
-                    "--labels", labels_, "--metric", "top1", "--target-drop", "0.002", "-o", report,
-                    "--html", html, "--write", partial});
+  auto r = run_ptq({"sensitivity",    model_,  "--cache",  cache,   "--eval",   test_,
+                    "--eval-samples", "300",   "--labels", labels_, "--metric", "top1",
+                    "--target-drop",  "0.002", "-o",       report,  "--html",   html,
+                    "--write",        partial});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(slurp(report));
   EXPECT_EQ(j["metric"], "top1");
@@ -65,9 +66,11 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
   // accuracy is the float model's (ptq eval).
   EXPECT_EQ(j["float_pass_batches"], 0);
   EXPECT_EQ(j["batches"], 19);
-  auto fe = run_ptq({"eval", model_, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
+  auto fe =
+      run_ptq({"eval", model_, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
   ASSERT_EQ(fe.exit_code, 0) << fe.err;
-  EXPECT_DOUBLE_EQ(nlohmann::json::parse(fe.out)["top1"].get<double>(), j["float_metric"].get<double>());
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(fe.out)["top1"].get<double>(),
+                   j["float_metric"].get<double>());
 
   // Every unit of the planner appears once.
   auto model = ptq::onnx::load_model(model_);
@@ -92,7 +95,8 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
   EXPECT_EQ(sel["trail"].size(), sel["float_set"].size() + 1);
 
   // The written model's accuracy (ptq eval) equals the report's final metric.
-  auto e = run_ptq({"eval", partial, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
+  auto e = run_ptq(
+      {"eval", partial, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
   ASSERT_EQ(e.exit_code, 0) << e.err;
   const auto ej = nlohmann::json::parse(e.out);
   EXPECT_DOUBLE_EQ(ej["top1"].get<double>(), final_metric);
@@ -108,9 +112,9 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
 
 TEST_F(SensitivityCli, AllButModeAndUsageErrors) {
   const std::string report = (dir_ / "r.json").string();
-  auto r = run_ptq({"sensitivity", model_, "--data", calib_, "--samples", "64", "--method", "minmax",
-                    "--eval", test_, "--eval-samples", "64", "--metric", "sqnr", "--mode", "all-but",
-                    "-o", report, "--quiet"});
+  auto r = run_ptq({"sensitivity", model_, "--data", calib_, "--samples", "64", "--method",
+                    "minmax", "--eval", test_, "--eval-samples", "64", "--metric", "sqnr", "--mode",
+                    "all-but", "-o", report, "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(slurp(report));
   EXPECT_EQ(j["mode"], "all-but");
@@ -143,9 +147,12 @@ TEST_F(SensitivityCli, PlansWithTheEvalShapes) {
   ASSERT_TRUE(ptq::onnx::save_model(ptq::sensitivity::testing::outlier_model(), model).is_ok());
   std::mt19937 gen(3);
   const std::string eval = (dir_ / "eval.npy").string();
-  ASSERT_TRUE(ptq::data::save_npy(eval, ptq::sensitivity::testing::random_tensor({4, 16, 8, 8}, 1.0, gen)).is_ok());
+  ASSERT_TRUE(
+      ptq::data::save_npy(eval, ptq::sensitivity::testing::random_tensor({4, 16, 8, 8}, 1.0, gen))
+          .is_ok());
   const std::string cache = (dir_ / "c.json").string();
-  auto c = run_ptq({"calibrate", model, "--data", eval, "--method", "minmax", "-o", cache, "--quiet"});
+  auto c =
+      run_ptq({"calibrate", model, "--data", eval, "--method", "minmax", "-o", cache, "--quiet"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   auto units_at = [&](const std::string& batch) {
     const std::string report = (dir_ / ("r" + batch + ".json")).string();

@@ -84,8 +84,8 @@ TEST_F(SweepTest, OutlierLayerRanksFirstInBothModes) {
     for (Mode mode : {Mode::kOnly, Mode::kAllBut}) {
       SweepResult r = run(ev, mode, true);
       ASSERT_GE(r.layers.size(), 4u);
-      EXPECT_EQ(r.layers.front().name, "convB")
-          << metric_name(metric) << " " << mode_name(mode) << ": first is " << r.layers.front().name;
+      EXPECT_EQ(r.layers.front().name, "convB") << metric_name(metric) << " " << mode_name(mode)
+                                                << ": first is " << r.layers.front().name;
     }
   }
 }
@@ -174,7 +174,8 @@ TEST_F(SweepTest, BaseOverlapNeverChangesScores) {
         for (size_t i = 0; i < want.layers.size(); ++i) {
           EXPECT_EQ(want.layers[i].name, got.layers[i].name);
           EXPECT_EQ(want.layers[i].score.value, got.layers[i].score.value)
-              << mode_name(mode) << " workers " << workers << " overlap " << static_cast<int>(overlap);
+              << mode_name(mode) << " workers " << workers << " overlap "
+              << static_cast<int>(overlap);
         }
         EXPECT_EQ(want.quantized_score.value, got.quantized_score.value);
       }
@@ -193,10 +194,12 @@ TEST_F(SweepTest, OnlySweepCompletesAPartialReference) {
   ASSERT_EQ(full.num_batches(), 3);
   EXPECT_EQ(full.float_pass_batches(), 3);
   for (auto [workers, overlap, first] :
-       {std::tuple{1, Overlap::kOff, 1}, std::tuple{2, Overlap::kOn, 1}, std::tuple{1, Overlap::kOff, 0},
-        std::tuple{2, Overlap::kOn, 0}, std::tuple{0, Overlap::kAuto, 0}}) {
-    auto partial = Evaluator::create(model_, *backend_, *data_, nullptr,
-                                     {.metric = Metric::kSqnr, .threads = 2, .reference_batches = first});
+       {std::tuple{1, Overlap::kOff, 1}, std::tuple{2, Overlap::kOn, 1},
+        std::tuple{1, Overlap::kOff, 0}, std::tuple{2, Overlap::kOn, 0},
+        std::tuple{0, Overlap::kAuto, 0}}) {
+    auto partial =
+        Evaluator::create(model_, *backend_, *data_, nullptr,
+                          {.metric = Metric::kSqnr, .threads = 2, .reference_batches = first});
     ASSERT_TRUE(partial) << partial.status().message();
     EXPECT_EQ(partial->float_pass_batches(), first);
     EXPECT_EQ(partial->has_reference(0), first == 1);
@@ -354,7 +357,8 @@ TEST(MakeCut, RecomputesShapeValues) {
   g.nodes.resize(3);  // convA, reluA, convB
   g.nodes.push_back(t::node("shape", "Shape", {"ar"}, "s"));
   g.nodes.push_back(t::node("reshape", "Reshape", {"b", "s"}, "y"));
-  g.outputs.front().type.dims = std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)};
+  g.outputs.front().type.dims =
+      std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)};
   for (const char* name : {"convC.w", "convC.b", "fc.w", "fc.b"}) g.remove_initializer(name);
 
   const fs::path dir = fs::temp_directory_path() / ("ptq_sens_cut_" + std::to_string(::getpid()));
@@ -407,7 +411,8 @@ TEST(MakeCut, RecomputesShapeValues) {
   twice.graph.nodes.push_back(twice.graph.nodes.back());
   auto bad = make_cut(m, twice);
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.status().message().find("two producers"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("two producers"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(SensitivityNames, ParseAndRoundTrip) {

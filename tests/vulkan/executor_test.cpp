@@ -31,7 +31,8 @@ ir::Model test_model() {
   ir::ValueInfo x;
   x.name = "x";
   x.type.dtype = ir::DType::kFloat32;
-  x.type.dims = std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(4), ir::Dim::of(6), ir::Dim::of(6)};
+  x.type.dims =
+      std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(4), ir::Dim::of(6), ir::Dim::of(6)};
   m.graph.inputs.push_back(x);
   m.graph.set_initializer("w", random_tensor(rng, {8, 4, 3, 3}));
   m.graph.set_initializer("b", random_tensor(rng, {8}));
@@ -41,7 +42,8 @@ ir::Model test_model() {
   m.graph.set_initializer("qs", ir::make_tensor<float>({}, {0.05f}));
   m.graph.set_initializer("qz", ir::make_tensor<int8_t>({}, {3}));
   m.graph.nodes = {
-      node("Conv", {"x", "w", "b"}, {"c"}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}),
+      node("Conv", {"x", "w", "b"}, {"c"},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}),
       node("Relu", {"c"}, {"r"}),
       node("Sinh", {"r"}, {"s"}),
       node("Add", {"s", "r"}, {"a"}),
@@ -132,7 +134,8 @@ TEST(VulkanExecutor, FallbackStrictAndShapes) {
   ASSERT_TRUE(strict.has_value());
   auto refused = (*strict)->run({{"x", random_tensor(rng, {1, 4, 6, 6}).view()}});
   ASSERT_FALSE(refused.has_value());
-  EXPECT_NE(refused.status().message().find("'Sinh_s'"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("'Sinh_s'"), std::string::npos)
+      << refused.status().message();
 
   auto bad = (*gpu)->run({{"y", random_tensor(rng, {1, 4, 6, 6}).view()}});
   ASSERT_FALSE(bad.has_value());

@@ -55,7 +55,8 @@ TEST(VulkanOps, BinaryBroadcasting) {
       spec.feeds = {{"a", random_tensor(rng, sa, pow ? 0.1f : -2.0f, 2.0f)},
                     {"b", random_tensor(rng, sb, pow ? -2.0f : 0.5f, 2.0f)}};
       spec.inputs = {"a", "b"};
-      cases.push_back({spec, pow ? kSum : kExact, fmt::format("{} {} {}", op, ir::shape_str(sa), ir::shape_str(sb))});
+      cases.push_back({spec, pow ? kSum : kExact,
+                       fmt::format("{} {} {}", op, ir::shape_str(sa), ir::shape_str(sb))});
     }
   }
   check_cases(cases);
@@ -91,19 +92,31 @@ TEST(VulkanOps, Activations) {
     double tol;
   };
   const std::vector<Act> acts = {
-      {"Relu", {}, -3, 3, kExact},          {"Sigmoid", {}, -8, 8, kSum},
-      {"Tanh", {}, -5, 5, kSum},             {"Exp", {}, -4, 4, kSum},
-      {"Log", {}, 0.01f, 10, kSum},          {"Sqrt", {}, 0, 10, kSum},
-      {"Abs", {}, -3, 3, kExact},            {"Neg", {}, -3, 3, kExact},
-      {"Erf", {}, -3, 3, kSum},              {"LeakyRelu", {attr_float("alpha", 0.1f)}, -3, 3, kExact},
+      {"Relu", {}, -3, 3, kExact},
+      {"Sigmoid", {}, -8, 8, kSum},
+      {"Tanh", {}, -5, 5, kSum},
+      {"Exp", {}, -4, 4, kSum},
+      {"Log", {}, 0.01f, 10, kSum},
+      {"Sqrt", {}, 0, 10, kSum},
+      {"Abs", {}, -3, 3, kExact},
+      {"Neg", {}, -3, 3, kExact},
+      {"Erf", {}, -3, 3, kSum},
+      {"LeakyRelu", {attr_float("alpha", 0.1f)}, -3, 3, kExact},
       {"Elu", {attr_float("alpha", 0.7f)}, -3, 3, kSum},
-      {"HardSigmoid", {}, -5, 5, kExact},    {"HardSwish", {}, -5, 5, kExact},
-      {"Softplus", {}, -5, 25, kSum},        {"Reciprocal", {}, 0.5f, 3, kExact},
-      {"Floor", {}, -3, 3, kExact},          {"Ceil", {}, -3, 3, kExact},
-      {"Round", {}, -3, 3, kExact},          {"Sin", {}, -3, 3, kSum},
-      {"Cos", {}, -3, 3, kSum},              {"Selu", {}, -3, 3, kSum},
-      {"Softsign", {}, -3, 3, kExact},       {"Sign", {}, -3, 3, kExact},
-      {"Mish", {}, -4, 4, kSum},             {"Celu", {attr_float("alpha", 1.5f)}, -3, 3, kSum},
+      {"HardSigmoid", {}, -5, 5, kExact},
+      {"HardSwish", {}, -5, 5, kExact},
+      {"Softplus", {}, -5, 25, kSum},
+      {"Reciprocal", {}, 0.5f, 3, kExact},
+      {"Floor", {}, -3, 3, kExact},
+      {"Ceil", {}, -3, 3, kExact},
+      {"Round", {}, -3, 3, kExact},
+      {"Sin", {}, -3, 3, kSum},
+      {"Cos", {}, -3, 3, kSum},
+      {"Selu", {}, -3, 3, kSum},
+      {"Softsign", {}, -3, 3, kExact},
+      {"Sign", {}, -3, 3, kExact},
+      {"Mish", {}, -4, 4, kSum},
+      {"Celu", {attr_float("alpha", 1.5f)}, -3, 3, kSum},
       {"ThresholdedRelu", {attr_float("alpha", 0.5f)}, -3, 3, kExact},
   };
   for (const Act& c : acts) {
@@ -123,7 +136,8 @@ TEST(VulkanOps, ClipAndGelu) {
   OneNode clip;
   clip.op = "Clip";
   clip.feeds = {{"x", random_tensor(rng, {4, 33}, -10, 10)}};
-  clip.constants = {{"lo", ir::make_tensor<float>({}, {0.0f})}, {"hi", ir::make_tensor<float>({}, {6.0f})}};
+  clip.constants = {{"lo", ir::make_tensor<float>({}, {0.0f})},
+                    {"hi", ir::make_tensor<float>({}, {6.0f})}};
   clip.inputs = {"x", "lo", "hi"};
   cases.push_back({clip, kExact, "Clip"});
   clip.inputs = {"x", "", "hi"};
@@ -164,7 +178,8 @@ TEST(VulkanOps, GemmAndMatMul) {
       spec.constants.emplace_back("c", random_tensor(rng, g.bias));
       spec.inputs.push_back("c");
     }
-    cases.push_back({spec, kSum, fmt::format("Gemm {}x{}x{} tA{} tB{}", g.m, g.k, g.n, g.ta, g.tb)});
+    cases.push_back(
+        {spec, kSum, fmt::format("Gemm {}x{}x{} tA{} tB{}", g.m, g.k, g.n, g.ta, g.tb)});
   }
   const std::vector<std::pair<ir::Shape, ir::Shape>> mm = {
       {{3, 4}, {4, 5}},          {{2, 3, 17, 9}, {2, 3, 9, 13}}, {{4, 16, 64}, {64, 130}},
@@ -178,7 +193,8 @@ TEST(VulkanOps, GemmAndMatMul) {
     spec.op = "MatMul";
     spec.feeds = {{"a", random_tensor(rng, sa)}, {"b", random_tensor(rng, sb)}};
     spec.inputs = {"a", "b"};
-    cases.push_back({spec, kSum, fmt::format("MatMul {} {}", ir::shape_str(sa), ir::shape_str(sb))});
+    cases.push_back(
+        {spec, kSum, fmt::format("MatMul {} {}", ir::shape_str(sa), ir::shape_str(sb))});
   }
   check_cases(cases);
 }
@@ -202,8 +218,8 @@ TEST(VulkanOps, Conv) {
     OneNode spec;
     spec.op = "Conv";
     spec.attrs = {attr_ints("kernel_shape", {c.k, c.k}), attr_ints("strides", {c.stride, c.stride}),
-                  attr_ints("pads", {c.pad, c.pad, c.pad, c.pad}), attr_ints("dilations", {c.dil, c.dil}),
-                  attr_int("group", c.group)};
+                  attr_ints("pads", {c.pad, c.pad, c.pad, c.pad}),
+                  attr_ints("dilations", {c.dil, c.dil}), attr_int("group", c.group)};
     spec.feeds = {{"x", random_tensor(rng, {c.n, c.ic, c.h, c.w})}};
     spec.constants = {{"w", random_tensor(rng, {c.oc, c.ic / c.group, c.k, c.k})},
                       {"b", random_tensor(rng, {c.oc})}};
@@ -255,7 +271,8 @@ TEST(VulkanOps, ConvSplitK) {
       spec.constants.emplace_back("b", random_tensor(rng, {c.oc}));
       spec.inputs.push_back("b");
     }
-    cases.push_back({spec, kSum, fmt::format("split-K Conv ic{} oc{} s{} g{}", c.ic, c.oc, c.stride, c.group)});
+    cases.push_back(
+        {spec, kSum, fmt::format("split-K Conv ic{} oc{} s{} g{}", c.ic, c.oc, c.stride, c.group)});
   }
   VulkanOptions options = strict_options();
   options.conv_split_k = 3;
@@ -352,7 +369,8 @@ TEST(VulkanOps, InputStagingEitherWay) {
   ASSERT_FALSE(host.gpu.empty());
   expect_close(device.gpu, device.cpu, kSum, "inputs in device memory");
   expect_close(host.gpu, host.cpu, kSum, "inputs in host memory");
-  EXPECT_TRUE(std::equal(device.gpu.span<const float>().begin(), device.gpu.span<const float>().end(),
+  EXPECT_TRUE(std::equal(device.gpu.span<const float>().begin(),
+                         device.gpu.span<const float>().end(),
                          host.gpu.span<const float>().begin()));
 }
 
@@ -367,7 +385,8 @@ TEST(VulkanOps, ConvTranspose) {
   spec.constants = {{"w", random_tensor(rng, {6, 4, 3, 3})}, {"b", random_tensor(rng, {4})}};
   spec.inputs = {"x", "w", "b"};
   cases.push_back({spec, kSum, "ConvTranspose"});
-  spec.attrs = {attr_ints("kernel_shape", {2, 3}), attr_int("group", 2), attr_ints("dilations", {2, 1})};
+  spec.attrs = {attr_ints("kernel_shape", {2, 3}), attr_int("group", 2),
+                attr_ints("dilations", {2, 1})};
   spec.constants = {{"w", random_tensor(rng, {6, 3, 2, 3})}};
   spec.inputs = {"x", "w"};
   cases.push_back({spec, kSum, "ConvTranspose grouped dilated"});
@@ -395,14 +414,18 @@ TEST(VulkanOps, Pooling) {
     int64_t k, s, pad, dil;
     int64_t ceil, include_pad;
   };
-  for (const P& p : std::vector<P>{{"MaxPool", 3, 2, 1, 1, 0, 0}, {"MaxPool", 2, 2, 0, 1, 1, 0},
-                                   {"MaxPool", 3, 1, 1, 2, 0, 0}, {"AveragePool", 3, 2, 1, 1, 0, 0},
-                                   {"AveragePool", 3, 2, 1, 1, 0, 1}, {"AveragePool", 2, 2, 0, 1, 1, 0}}) {
+  for (const P& p : std::vector<P>{{"MaxPool", 3, 2, 1, 1, 0, 0},
+                                   {"MaxPool", 2, 2, 0, 1, 1, 0},
+                                   {"MaxPool", 3, 1, 1, 2, 0, 0},
+                                   {"AveragePool", 3, 2, 1, 1, 0, 0},
+                                   {"AveragePool", 3, 2, 1, 1, 0, 1},
+                                   {"AveragePool", 2, 2, 0, 1, 1, 0}}) {
     OneNode spec;
     spec.op = p.op;
     spec.attrs = {attr_ints("kernel_shape", {p.k, p.k}), attr_ints("strides", {p.s, p.s}),
                   attr_ints("pads", {p.pad, p.pad, p.pad, p.pad}), attr_int("ceil_mode", p.ceil)};
-    if (std::string(p.op) == "MaxPool") spec.attrs.push_back(attr_ints("dilations", {p.dil, p.dil}));
+    if (std::string(p.op) == "MaxPool")
+      spec.attrs.push_back(attr_ints("dilations", {p.dil, p.dil}));
     else spec.attrs.push_back(attr_int("count_include_pad", p.include_pad));
     spec.feeds = {{"x", random_tensor(rng, {2, 3, 13, 11})}};
     spec.inputs = {"x"};
@@ -440,7 +463,8 @@ TEST(VulkanOps, Reductions) {
         spec.constants = {{"axes", int64_tensor({static_cast<int64_t>(ax.size())}, ax)}};
         spec.inputs.push_back("axes");
       }
-      cases.push_back({spec, kSum, fmt::format("{} axes [{}] keepdims {}", op, fmt::join(ax, ","), keep)});
+      cases.push_back(
+          {spec, kSum, fmt::format("{} axes [{}] keepdims {}", op, fmt::join(ax, ","), keep)});
     }
   }
   check_cases(cases);
@@ -505,8 +529,10 @@ TEST(VulkanOps, DataMovement) {
   OneNode sl;
   sl.op = "Slice";
   sl.feeds = {{"x", random_tensor(rng, {6, 7, 8})}};
-  sl.constants = {{"starts", int64_tensor({3}, {1, -1, 0})}, {"ends", int64_tensor({3}, {5, -100, 8})},
-                  {"axes", int64_tensor({3}, {0, 1, 2})}, {"steps", int64_tensor({3}, {2, -2, 3})}};
+  sl.constants = {{"starts", int64_tensor({3}, {1, -1, 0})},
+                  {"ends", int64_tensor({3}, {5, -100, 8})},
+                  {"axes", int64_tensor({3}, {0, 1, 2})},
+                  {"steps", int64_tensor({3}, {2, -2, 3})}};
   sl.inputs = {"x", "starts", "ends", "axes", "steps"};
   cases.push_back({sl, kExact, "Slice"});
 
@@ -622,7 +648,8 @@ TEST(VulkanOps, QuantizeDequantize) {
   for (const bool per_channel : {false, true}) {
     for (const ir::DType q : {ir::DType::kInt8, ir::DType::kUInt8}) {
       const int64_t c = 5;
-      ir::Tensor scale = per_channel ? random_tensor(rng, {c}, 0.01f, 0.05f) : ir::make_tensor<float>({}, {0.02f});
+      ir::Tensor scale =
+          per_channel ? random_tensor(rng, {c}, 0.01f, 0.05f) : ir::make_tensor<float>({}, {0.02f});
       ir::Tensor zero(q, per_channel ? ir::Shape{c} : ir::Shape{});
       for (int64_t i = 0; i < zero.size(); ++i) {
         if (q == ir::DType::kInt8) zero.data<int8_t>()[i] = static_cast<int8_t>(i * 3 - 4);
@@ -636,17 +663,22 @@ TEST(VulkanOps, QuantizeDequantize) {
       qn.inputs = {"x", "s", "z"};
       // Exact: the quotient x / scale is rounded half to even on both; a difference of one
       // step would show as 1 / 255 of the range.
-      cases.push_back({qn, 1e-6, fmt::format("QuantizeLinear per-channel {} {}", per_channel, ir::dtype_name(q))});
+      cases.push_back(
+          {qn, 1e-6,
+           fmt::format("QuantizeLinear per-channel {} {}", per_channel, ir::dtype_name(q))});
       OneNode dq;
       dq.op = "DequantizeLinear";
       dq.attrs = {attr_int("axis", 1)};
       ir::Tensor xq(q, {3, c, 7});
       std::uniform_int_distribution<int> d(0, 255);
-      for (int64_t i = 0; i < xq.size(); ++i) static_cast<uint8_t*>(xq.raw())[i] = static_cast<uint8_t>(d(rng));
+      for (int64_t i = 0; i < xq.size(); ++i)
+        static_cast<uint8_t*>(xq.raw())[i] = static_cast<uint8_t>(d(rng));
       dq.feeds = {{"x", xq}};
       dq.constants = {{"s", scale}, {"z", zero}};
       dq.inputs = {"x", "s", "z"};
-      cases.push_back({dq, kExact, fmt::format("DequantizeLinear per-channel {} {}", per_channel, ir::dtype_name(q))});
+      cases.push_back(
+          {dq, kExact,
+           fmt::format("DequantizeLinear per-channel {} {}", per_channel, ir::dtype_name(q))});
     }
   }
   check_cases(cases);

@@ -31,7 +31,8 @@ namespace reference {
 // Plain loops over every output element and kernel tap, accumulating in double. Any rank.
 template <typename T>
 void conv(const ConvParams& p, const T* x, const T* w, const T* b, T* y);
-extern template void conv<float>(const ConvParams&, const float*, const float*, const float*, float*);
+extern template void conv<float>(const ConvParams&, const float*, const float*, const float*,
+                                 float*);
 extern template void conv<double>(const ConvParams&, const double*, const double*, const double*,
                                   double*);
 }  // namespace reference

@@ -61,10 +61,10 @@ struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
 // column order, each touching every row, and with 24 to 256 rows far apart the hardware
 // prefetcher does not follow them all, so rows not in cache (batch 32: inputs of 25-77 MB) were
 // read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from memory: 16.6 ->
-// 6.5 ms (docs/perf-history.md). Four panels on (up to 128 KiB of rows before their use, more than L1)
-// measured the same at batch 32 and 3 % slower for MobileNetV2 at batch 1 on two threads,
-// where half of each row comes from the other core. Rows of a padded copy (a larger kernel's
-// taps) are in cache and read as they are.
+// 6.5 ms (docs/perf-history.md). Four panels on (up to 128 KiB of rows before their use, more than
+// L1) measured the same at batch 32 and 3 % slower for MobileNetV2 at batch 1 on two threads, where
+// half of each row comes from the other core. Rows of a padded copy (a larger kernel's taps) are in
+// cache and read as they are.
 template <bool kFar>
 struct ShiftedRows {
   static constexpr int64_t kAhead = NR;  // floats: a panel on, two cache lines
@@ -202,7 +202,8 @@ void micro(const Tile& t) {
   int64_t ldc = t.ldc;
   if (t.cols < NR) {
     for (int r = 0; r < R; ++r) {
-      for (int64_t j = 0; j < NR; ++j) edge[r][j] = !t.first && j < t.cols ? t.c[r * t.ldc + j] : 0.0f;
+      for (int64_t j = 0; j < NR; ++j)
+        edge[r][j] = !t.first && j < t.cols ? t.c[r * t.ldc + j] : 0.0f;
     }
     c = &edge[0][0];
     ldc = NR;
@@ -298,7 +299,8 @@ void pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, float
     float* panel = out + i0 * k;  // panels are MR * k floats apart
     for (int64_t q = 0; q < k; ++q) {
       float* dst = panel + q * MR;
-      for (int64_t r = 0; r < rows; ++r) dst[r] = trans ? a[q * lda + i0 + r] : a[(i0 + r) * lda + q];
+      for (int64_t r = 0; r < rows; ++r)
+        dst[r] = trans ? a[q * lda + i0 + r] : a[(i0 + r) * lda + q];
       std::fill(dst + rows, dst + MR, 0.0f);
     }
   }

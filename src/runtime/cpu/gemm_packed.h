@@ -1,7 +1,8 @@
 // Single-precision GEMM on packed operands with a register-blocked micro-kernel (AVX-512,
 // AVX2 + FMA, or portable loops: one per instruction-set level, isa_begin.h). A constant
 // operand (conv weights, a Gemm/MatMul weight matrix) is packed once when its kernel is
-// prepared; only the other one is packed per call. One thread; callers tile and parallelise with a shape-only partition.
+// prepared; only the other one is packed per call. One thread; callers tile and parallelise with a
+// shape-only partition.
 #pragma once
 
 #if !defined(PTQ_ISA_NS)

@@ -44,7 +44,8 @@
 #define PTQ_AVX2 1
 #define PTQ_BMI2 1
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
+#pragma GCC target( \
+    "avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
 // GCC 12's own AVX-512 intrinsics (`__m512 __Y = __Y;` in _mm512_undefined_ps) read as
 // uninitialized once inlined under a target pragma (GCC bug 105593). The same source compiled at
 // the other levels still gets the warning for its own variables.

@@ -46,7 +46,8 @@ inline void copy_strided(const float* src, int64_t step, int64_t n, float* dst) 
   int64_t i = 0;
 #if PTQ_AVX512
   if (step == 2) {
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     for (; i < n; i += 16) {
       const int64_t out = std::min<int64_t>(16, n - i), in = 2 * out - 1;
       const __m512 a = _mm512_maskz_loadu_ps(lane_mask(in), src + 2 * i);

@@ -35,9 +35,11 @@ void softmax(const Rows& r, bool log, const T* x, T* y) {
     for (int64_t i = 0; i < r.inner; ++i) {
       const int64_t base = o * r.d * r.inner + i;
       double mx = -INFINITY;
-      for (int64_t j = 0; j < r.d; ++j) mx = std::max(mx, static_cast<double>(x[base + j * r.inner]));
+      for (int64_t j = 0; j < r.d; ++j)
+        mx = std::max(mx, static_cast<double>(x[base + j * r.inner]));
       double sum = 0.0;
-      for (int64_t j = 0; j < r.d; ++j) sum += std::exp(static_cast<double>(x[base + j * r.inner]) - mx);
+      for (int64_t j = 0; j < r.d; ++j)
+        sum += std::exp(static_cast<double>(x[base + j * r.inner]) - mx);
       for (int64_t j = 0; j < r.d; ++j) {
         const double v = static_cast<double>(x[base + j * r.inner]) - mx;
         y[base + j * r.inner] = static_cast<T>(log ? v - std::log(sum) : std::exp(v) / sum);

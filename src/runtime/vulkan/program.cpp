@@ -31,7 +31,9 @@ struct Builder {
 
   int root(int id) const { return id < 0 ? -1 : prog.values[static_cast<size_t>(id)].root; }
   Value& val(int id) { return prog.values[static_cast<size_t>(id)]; }
-  bool is_static(int id) const { return id >= 0 && prog.values[static_cast<size_t>(id)].constant != nullptr; }
+  bool is_static(int id) const {
+    return id >= 0 && prog.values[static_cast<size_t>(id)].constant != nullptr;
+  }
 
   Status add_values(const std::unordered_map<std::string, ValueFacts>& facts,
                     std::unordered_map<std::string, ir::Tensor>& folded);
@@ -152,7 +154,8 @@ Status Builder::make_steps(const std::vector<size_t>& order) {
     Step step;
     step.node = n;
     for (const std::string& in : node.inputs) step.inputs.push_back(in.empty() ? -1 : prog.id(in));
-    for (const std::string& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : prog.id(out));
+    for (const std::string& out : node.outputs)
+      step.outputs.push_back(out.empty() ? -1 : prog.id(out));
     const int s = static_cast<int>(prog.steps.size());
     for (int id : step.outputs) {
       if (id >= 0) val(id).producer_step = s;
@@ -167,7 +170,8 @@ Status Builder::make_steps(const std::vector<size_t>& order) {
     } else {
       for (size_t i = 0; i < step.outputs.size(); ++i) {
         const int id = step.outputs[i];
-        if (id >= 0 && val(id).dtype == ir::DType::kUndefined && !graph.is_graph_output(node.outputs[i])) {
+        if (id >= 0 && val(id).dtype == ir::DType::kUndefined &&
+            !graph.is_graph_output(node.outputs[i])) {
           step.outputs[i] = -1;  // never produced (an unused optional output)
         }
       }
@@ -209,7 +213,8 @@ void Builder::fuse_activations() {
     if (st.kind != StepKind::kGpu || st.inputs.empty() || st.inputs[0] < 0) continue;
     const int x = st.inputs[0];
     const Value& xv = val(x);
-    if (xv.producer_step < 0 || xv.observed || xv.graph_output || uses[static_cast<size_t>(x)] != 1) continue;
+    if (xv.producer_step < 0 || xv.observed || xv.graph_output || uses[static_cast<size_t>(x)] != 1)
+      continue;
     Step& prod = prog.steps[static_cast<size_t>(xv.producer_step)];
     if (prod.kind != StepKind::kGpu) continue;
     std::optional<Activation> act = fusable_activation(op_build(st));
@@ -235,7 +240,8 @@ void Builder::mark_residency() {
       }
       for (size_t i = 0; i < st.inputs.size(); ++i) {
         const int id = st.inputs[i];
-        if (id >= 0 && !is_static(id) && st.op->reads_on_device(i)) val(root(id)).needs_device = true;
+        if (id >= 0 && !is_static(id) && st.op->reads_on_device(i))
+          val(root(id)).needs_device = true;
       }
     } else if (st.kind == StepKind::kHost) {
       for (int id : st.inputs) {
@@ -278,7 +284,8 @@ void Builder::form_blocks() {
       prog.blocks.back().host_steps.push_back(s);
       closed = true;
       for (int id : st.outputs) {
-        if (id >= 0 && val(id).observed) prog.steps[static_cast<size_t>(s)].observe_after.push_back(id);
+        if (id >= 0 && val(id).observed)
+          prog.steps[static_cast<size_t>(s)].observe_after.push_back(id);
       }
     } else if (st.kind == StepKind::kView) {
       // An observed view is read where its root is: with the block that produces a GPU root,
@@ -384,26 +391,31 @@ Status Builder::layout_arena() {
   std::vector<int> roots;
   for (size_t i = 0; i < prog.values.size(); ++i) {
     const Value& v = prog.values[i];
-    if (v.root == static_cast<int>(i) && v.constant == nullptr && v.needs_device && v.dtype != ir::DType::kUndefined) {
+    if (v.root == static_cast<int>(i) && v.constant == nullptr && v.needs_device &&
+        v.dtype != ir::DType::kUndefined) {
       roots.push_back(static_cast<int>(i));
     }
   }
-  std::stable_sort(roots.begin(), roots.end(), [&](int a, int b) { return val(a).first < val(b).first; });
+  std::stable_sort(roots.begin(), roots.end(),
+                   [&](int a, int b) { return val(a).first < val(b).first; });
   std::vector<Placed> placed;
   int64_t top = 0;
-  const int64_t align = std::max<int64_t>(kAlign, static_cast<int64_t>(env.ctx.limits().minStorageBufferOffsetAlignment));
+  const int64_t align = std::max<int64_t>(
+      kAlign, static_cast<int64_t>(env.ctx.limits().minStorageBufferOffsetAlignment));
   for (int id : roots) {
     Value& v = val(id);
     const int64_t size = align_up(std::max<int64_t>(static_cast<int64_t>(v.bytes()), 4), align);
     if (static_cast<uint64_t>(size) > env.ctx.limits().maxStorageBufferRange) {
-      return unsupported("tensor '{}' ({} bytes) exceeds the device's storage buffer range ({} bytes)",
-                         v.name, v.bytes(), env.ctx.limits().maxStorageBufferRange);
+      return unsupported(
+          "tensor '{}' ({} bytes) exceeds the device's storage buffer range ({} bytes)", v.name,
+          v.bytes(), env.ctx.limits().maxStorageBufferRange);
     }
     std::vector<Placed> live;
     for (const Placed& p : placed) {
       if (p.last >= v.first) live.push_back(p);
     }
-    std::sort(live.begin(), live.end(), [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    std::sort(live.begin(), live.end(),
+              [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
     int64_t at = 0;
     for (const Placed& p : live) {
       if (p.offset - at >= size) break;
@@ -414,8 +426,9 @@ Status Builder::layout_arena() {
     top = std::max(top, at + size);
   }
   prog.arena_bytes = top;
-  PTQ_ASSIGN_OR_RETURN(prog.arena, Buffer::create(env.ctx, static_cast<size_t>(std::max<int64_t>(top, 256)),
-                                                   Buffer::Kind::kDevice));
+  PTQ_ASSIGN_OR_RETURN(prog.arena,
+                       Buffer::create(env.ctx, static_cast<size_t>(std::max<int64_t>(top, 256)),
+                                      Buffer::Kind::kDevice));
   return Status::ok();
 }
 
@@ -448,7 +461,8 @@ Status Builder::allocate_staging() {
   }
   const size_t stats_bytes = static_cast<size_t>(std::max(slots, 1)) * 8 * sizeof(uint32_t);
   PTQ_ASSIGN_OR_RETURN(prog.stats, Buffer::create(env.ctx, stats_bytes, Buffer::Kind::kDevice));
-  PTQ_ASSIGN_OR_RETURN(prog.stats_staging, Buffer::create(env.ctx, stats_bytes, Buffer::Kind::kStaging));
+  PTQ_ASSIGN_OR_RETURN(prog.stats_staging,
+                       Buffer::create(env.ctx, stats_bytes, Buffer::Kind::kStaging));
   return Status::ok();
 }
 
@@ -461,9 +475,11 @@ Expected<std::vector<int>> Builder::constants_to_upload() {
     if (st.kind != StepKind::kGpu) continue;
     for (size_t i = 0; i < st.inputs.size(); ++i) {
       const int id = st.inputs[i];
-      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || !seen.insert(id).second) continue;
+      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || !seen.insert(id).second)
+        continue;
       const Value& v = val(id);
-      if (v.constant->dtype() == ir::DType::kString) return unsupported("string constant '{}' on Vulkan", v.name);
+      if (v.constant->dtype() == ir::DType::kString)
+        return unsupported("string constant '{}' on Vulkan", v.name);
       const bool initializer = graph.initializer(v.name) != nullptr;
       if (!initializer || !env.uploaded.count(v.name)) ids.push_back(id);
     }
@@ -500,13 +516,15 @@ void Builder::bind_constants(const std::unordered_map<int, VkBuffer>& folded) {
     if (st.kind != StepKind::kGpu) continue;
     for (size_t i = 0; i < st.inputs.size(); ++i) {
       const int id = st.inputs[i];
-      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || prog.constant_tensors.count(id)) continue;
+      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || prog.constant_tensors.count(id))
+        continue;
       const Value& v = val(id);
       DeviceTensor d;
       d.dtype = v.dtype;
       d.shape = v.shape;
       d.bytes = binding_bytes(v.constant->nbytes());
-      d.buffer = graph.initializer(v.name) != nullptr ? env.uploaded.at(v.name).handle() : folded.at(id);
+      d.buffer =
+          graph.initializer(v.name) != nullptr ? env.uploaded.at(v.name).handle() : folded.at(id);
       prog.constant_tensors.emplace(id, std::move(d));
     }
   }
@@ -527,7 +545,8 @@ Status Builder::record_step(Recorder& rec, int s) {
     if (st.outputs[i] >= 0) outs[i] = prog.device_tensor(st.outputs[i]);
   }
   Status status = st.op->record(rec, in_ptrs, outs);
-  if (!status.is_ok()) return runtime_error("{}: {}", graph.nodes[st.node].label(), status.message());
+  if (!status.is_ok())
+    return runtime_error("{}: {}", graph.nodes[st.node].label(), status.message());
   return Status::ok();
 }
 
@@ -551,7 +570,8 @@ Status Builder::prepare_pipelines() {
 
 Status Builder::record_blocks() {
   if (env.ctx.timing()) {
-    prog.timer = StepTimer::create(env.ctx, static_cast<int>(prog.steps.size()), static_cast<int>(prog.blocks.size()));
+    prog.timer = StepTimer::create(env.ctx, static_cast<int>(prog.steps.size()),
+                                   static_cast<int>(prog.blocks.size()));
   }
   for (size_t b = 0; b < prog.blocks.size(); ++b) {
     Block& blk = prog.blocks[b];
@@ -570,20 +590,25 @@ Status Builder::record_blocks() {
       rec.copy(prog.staging[static_cast<size_t>(v.staging)].handle(), 0, prog.arena.handle(),
                static_cast<VkDeviceSize>(v.offset), v.bytes());
     }
-    if (prog.timer) prog.timer->begin_block(blk.cmd, static_cast<int>(b), blk.first_step, blk.end_step);
+    if (prog.timer)
+      prog.timer->begin_block(blk.cmd, static_cast<int>(b), blk.first_step, blk.end_step);
     for (int s = blk.first_step; s < blk.end_step; ++s) {
       PTQ_RETURN_IF_ERROR(record_step(rec, s));
-      if (prog.timer && prog.steps[static_cast<size_t>(s)].kind == StepKind::kGpu) prog.timer->end_step(blk.cmd, s);
+      if (prog.timer && prog.steps[static_cast<size_t>(s)].kind == StepKind::kGpu)
+        prog.timer->end_step(blk.cmd, s);
     }
     bool first_stat = true;
     for (int id : blk.observed) {
       const Value& v = val(id);
       if (v.stats_slot < 0) continue;
       const DeviceTensor t = prog.device_tensor(id);
-      struct { uint32_t n, slot; } push{static_cast<uint32_t>(t.size()), static_cast<uint32_t>(v.stats_slot) * 8};
+      struct {
+        uint32_t n, slot;
+      } push{static_cast<uint32_t>(t.size()), static_cast<uint32_t>(v.stats_slot) * 8};
       if (!first_stat) rec.no_barrier_needed();
       first_stat = false;
-      PTQ_RETURN_IF_ERROR(rec.dispatch("minmax", {t, prog.stats}, push, groups_for(t.size(), 256, 1024)));
+      PTQ_RETURN_IF_ERROR(
+          rec.dispatch("minmax", {t, prog.stats}, push, groups_for(t.size(), 256, 1024)));
     }
     bool first_copy = true;
     if (blk.stats_count > 0) {
@@ -623,7 +648,8 @@ DeviceTensor Program::device_tensor(int id) const {
 bool is_view_op(const ir::Node& node, int64_t /*opset*/) {
   if (!node.in_default_domain()) return false;
   const std::string& op = node.op_type;
-  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") {
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Identity") {
     return true;
   }
   // Dropout at inference is the identity (the builder checks its mask and training mode).
@@ -632,10 +658,9 @@ bool is_view_op(const ir::Node& node, int64_t /*opset*/) {
   return op == "Cast";
 }
 
-Expected<std::unique_ptr<Program>> build_program(BuildEnv& env,
-                                                 const std::unordered_map<std::string, ValueFacts>& facts,
-                                                 std::unordered_map<std::string, ir::Tensor> folded,
-                                                 const std::vector<std::string>& observed) {
+Expected<std::unique_ptr<Program>> build_program(
+    BuildEnv& env, const std::unordered_map<std::string, ValueFacts>& facts,
+    std::unordered_map<std::string, ir::Tensor> folded, const std::vector<std::string>& observed) {
   auto prog = std::make_unique<Program>(env.ctx);
   Builder b{env, *prog, env.model.graph, env.model.opset("")};
   PTQ_RETURN_IF_ERROR(b.add_values(facts, folded));
@@ -659,8 +684,11 @@ Expected<std::unique_ptr<Program>> build_program(BuildEnv& env,
   PTQ_RETURN_IF_ERROR(b.record_blocks());
   if (env.ctx.timing()) {
     using ms = std::chrono::duration<double, std::milli>;
-    fmt::print(stderr, "ptq: vulkan: constants uploaded in {:.1f} ms, pipelines {:.1f} ms, recording {:.1f} ms\n",
-               ms(t1 - t0).count(), ms(t2 - t1).count(), ms(std::chrono::steady_clock::now() - t2).count());
+    fmt::print(
+        stderr,
+        "ptq: vulkan: constants uploaded in {:.1f} ms, pipelines {:.1f} ms, recording {:.1f} ms\n",
+        ms(t1 - t0).count(), ms(t2 - t1).count(),
+        ms(std::chrono::steady_clock::now() - t2).count());
   }
   return prog;
 }
