@@ -260,15 +260,15 @@ void main() {
   }
 #else
 #define LOAD_B(k0)                                                                        \
-  [[unroll]] for (int v = 0; v < B_VECS; ++v) {
-    rb[v] = load_b(b_base, (k0) + b_row(v), n0 + b_col(v));
+  [[unroll]] for (int v = 0; v < B_VECS; ++v) {                                           \
+    rb[v] = load_b(b_base, (k0) + b_row(v), n0 + b_col(v));                               \
   }
 #define STORE_B(buf)                                                                      \
   [[unroll]] for (int v = 0; v < B_VECS; ++v) Bs[buf][b_row(v)][b_col(v) / 4u] = rb[v];
 #endif
 #define LOAD_A(k0)                                                                        \
-  [[unroll]] for (int v = 0; v < A_VECS; ++v) {
-    ra[v] = load_a(a_base, m0 + a_row(v), (k0) + a_col(v));
+  [[unroll]] for (int v = 0; v < A_VECS; ++v) {                                           \
+    ra[v] = load_a(a_base, m0 + a_row(v), (k0) + a_col(v));                               \
   }
 #define STORE_A(buf)                                                                      \
   [[unroll]] for (int v = 0; v < A_VECS; ++v) {                                           \
