@@ -74,9 +74,9 @@ run() {
   t0=$(date +%s.%N)
   "$@" >"$out/$label.log" 2>&1 || { echo "$label failed:"; tail -5 "$out/$label.log"; return 1; }
   t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }'
 }
-ratio() { echo "scale=2; $1 / $2" | bc; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'; }
 # Two ranks; -x passes a variable on to them (mpirun warns of one that is unset).
 mpi2() {
   local pass=(-x LD_LIBRARY_PATH -x SOURCE_DATE_EPOCH)
