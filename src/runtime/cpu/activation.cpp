@@ -24,11 +24,13 @@ T sigmoid_libm(T x) {
 
 // The same for the fast kernels: for float, 1 / (1 + exp(-x)) with exp_float(), branch-free so
 // that the elementwise loop vectorises; exp(-x) overflowing to +inf gives 0 and underflowing to
-// 0 gives 1, both within a float ulp of the true value.
+// 0 gives 1, both within a float ulp of the true value. A NaN comes back as x itself (not as
+// -x's NaN, whose sign differs), so Sigmoid then Mul(s, x) gives Swish's bits.
 template <typename T>
 T sigmoid(T x) {
   if constexpr (std::is_same_v<T, float>) {
-    return 1.0f / (1.0f + exp_float(-x));
+    const float y = 1.0f / (1.0f + exp_float(-x));
+    return x == x ? y : x;
   } else {
     return sigmoid_libm(x);
   }
