@@ -94,8 +94,7 @@ def main():
             print(f"accuracy-zoo: {m['name']} done", file=sys.stderr)
         except RuntimeError as e:
             print(f"accuracy-zoo: {m['name']}: {e}", file=sys.stderr)
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = perf_md.commit()
     table = markdown(rows, names, default, commit)
     print(table)
     if args.perf_md:

@@ -12,7 +12,6 @@ bias-correction-table markers of that file.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -67,8 +66,7 @@ def main():
         rows.append({"name": m["name"], **{n: sqnr(ptq, zoo, m, flags, args.threads)
                                            for n, flags in VARIANTS}})
         print(f"bias-correction: {m['name']} done", file=sys.stderr)
-    commit = subprocess.run(["git", "-C", accuracy.ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = perf_md.commit()
     table = markdown(rows, default, commit)
     print(table)
     if args.perf_md:

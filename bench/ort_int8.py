@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -94,8 +93,7 @@ def main():
             print(f"ort-int8: {m['name']} done", file=sys.stderr)
         except RuntimeError as e:
             print(f"ort-int8: {m['name']}: {e}", file=sys.stderr)
-    commit = subprocess.run(["git", "-C", zoo.ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = perf_md.commit()
     table = markdown(rows, args, commit)
     print(table)
     if args.perf_md:

@@ -213,8 +213,7 @@ def main():
         models = [m for m in models if m["name"] in wanted]
     rows = measure_all(zoo, models, args)
     rows.sort(key=lambda r: [m["name"] for m in models].index(r["name"]))
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = perf_md.commit()
     table = markdown(rows, args, commit)
     print(table)
     if args.markdown:
