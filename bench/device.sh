@@ -123,7 +123,8 @@ if [[ " $steps " == *" zoo "* ]]; then
 fi
 if [[ " $steps " == *" firstrun "* ]]; then
   # The zoo as bench/zoo_gpu.sh exports it; each model's calib samples, entropy, batch 8.
-  # __GL_SHADER_DISK_CACHE=0 keeps NVIDIA's own shader cache out of the cold run.
+  # __GL_SHADER_DISK_CACHE=0 keeps NVIDIA's own shader cache out of the cold run;
+  # SOURCE_DATE_EPOCH=0 fixes the caches' date, so that the two compare byte for byte.
   zoo="${ZOO:-/tmp/ptq-zoo}"
   fr_models=(${FIRSTRUN_MODELS:-bert_opset17 vit_b_16 whisper_encoder})
   for m in "${fr_models[@]}"; do
@@ -142,7 +143,7 @@ if [[ " $steps " == *" firstrun "* ]]; then
       cache="$work/pipelines-$m-$r"
       rm -rf "$cache"
       for run in cold warm; do
-        envs=(PTQ_PIPELINE_CACHE="$cache" PTQ_TIMING=1 PTQ_VULKAN_TIMING=1)
+        envs=(PTQ_PIPELINE_CACHE="$cache" PTQ_TIMING=1 PTQ_VULKAN_TIMING=1 SOURCE_DATE_EPOCH=0)
         [ "$run" = cold ] && envs+=(__GL_SHADER_DISK_CACHE=0)
         echo "$m #$r $run (whole process):"
         time (env "${envs[@]}" "$dist/ptq" calibrate "$zoo/$m.onnx" "${data[@]}" --method entropy \
