@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <map>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "context.h"
