@@ -1,5 +1,5 @@
 // declared_shape_facts() against the truth it replaces: the CPU executor run once on the same
-// batch. For the three test models and two zoo models (dynamic batch, Constant and
+// batch. For the three test models and three zoo models (dynamic batch, Constant and
 // Shape->Reshape chains, nodes after them settled by the op rules) every value's dtype and shape
 // and every folded static value must equal what the CPU run saw; and inputs the declared types
 // do not settle must say so (nullopt), never guess.
@@ -137,6 +137,8 @@ TEST(DeclaredShapes, TransformerMatchesCpuRun) {
 TEST(DeclaredShapes, ZooBertMatchesCpuRun) {
   EXPECT_EQ(expect_same_zoo_facts("bert_opset17", 2), 0);
 }
+// Window attention: Pad, Gather, Where, Equal, Not and Cast after computed Reshapes.
+TEST(DeclaredShapes, ZooSwinMatchesCpuRun) { EXPECT_EQ(expect_same_zoo_facts("swin_t", 1), 0); }
 // Slices and Convs after a computed Reshape (channel shuffle).
 TEST(DeclaredShapes, ZooShuffleNetMatchesCpuRun) {
   EXPECT_EQ(expect_same_zoo_facts("shufflenet_v2", 1), 0);

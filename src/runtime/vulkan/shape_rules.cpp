@@ -27,6 +27,8 @@ enum class Rule {
   kReshape,
   kSlice,
   kConcat,
+  kGather,
+  kPad,
   kTranspose,
   kCast,
 };
@@ -61,7 +63,7 @@ const std::unordered_map<std::string_view, Rule>& rules() {
       {"ReduceLogSum", Rule::kReduce}, {"ReduceLogSumExp", Rule::kReduce},
       {"ReduceSumSquare", Rule::kReduce}, {"Flatten", Rule::kFlatten},
       {"Reshape", Rule::kReshape}, {"Slice", Rule::kSlice}, {"Dropout", Rule::kSame},
-      {"Concat", Rule::kConcat},
+      {"Concat", Rule::kConcat}, {"Gather", Rule::kGather}, {"Pad", Rule::kPad},
   };
   return kRules;
 }
@@ -284,6 +286,34 @@ std::optional<ir::Shape> concat_shape(const ir::Node& node, std::span<const Inpu
   return out;
 }
 
+std::optional<ir::Shape> gather_shape(const ir::Node& node, std::span<const InputType> inputs) {
+  if (inputs.size() != 2 || inputs[1].fact == nullptr) return std::nullopt;
+  const ir::Shape& data = inputs[0].fact->shape;
+  std::optional<int64_t> axis = axis_in(node.attr_int("axis", 0), data.size());
+  if (!axis) return std::nullopt;
+  const auto a = static_cast<size_t>(*axis);
+  ir::Shape out(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(a));
+  out.insert(out.end(), inputs[1].fact->shape.begin(), inputs[1].fact->shape.end());
+  out.insert(out.end(), data.begin() + static_cast<std::ptrdiff_t>(a) + 1, data.end());
+  return out;
+}
+
+// Pad with its pads as an input (opset 11 on, every axis: no `axes` input) or an attribute.
+std::optional<ir::Shape> pad_shape(const ir::Node& node, int64_t opset,
+                                   std::span<const InputType> inputs) {
+  if (inputs.size() > 3 && inputs[3].fact != nullptr) return std::nullopt;
+  std::optional<std::vector<int64_t>> pads =
+      opset >= 11 ? static_ints(inputs, 1)
+                  : std::optional<std::vector<int64_t>>(node.attr_ints("pads", {}));
+  ir::Shape out = inputs[0].fact->shape;
+  if (!pads || pads->size() != 2 * out.size()) return std::nullopt;
+  for (size_t d = 0; d < out.size(); ++d) {
+    out[d] += (*pads)[d] + (*pads)[d + out.size()];
+    if (out[d] < 0) return std::nullopt;
+  }
+  return out;
+}
+
 // The output shape and dtype of output 0 by `rule`.
 std::optional<ValueFacts> first_output(Rule rule, const ir::Node& node, int64_t opset,
                                        std::span<const InputType> inputs) {
@@ -321,6 +351,8 @@ std::optional<ValueFacts> first_output(Rule rule, const ir::Node& node, int64_t 
     case Rule::kReshape: return same_dtype(reshape_shape(node, inputs));
     case Rule::kSlice: return same_dtype(slice_shape(opset, inputs));
     case Rule::kConcat: return same_dtype(concat_shape(node, inputs));
+    case Rule::kGather: return same_dtype(gather_shape(node, inputs));
+    case Rule::kPad: return same_dtype(pad_shape(node, opset, inputs));
     case Rule::kTranspose: return same_dtype(transpose_shape(node, x.shape));
     case Rule::kCast: {
       const int64_t to = node.attr_int("to", 0);
