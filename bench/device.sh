@@ -16,10 +16,15 @@
 #   7. workers: CPU entropy calibration of 256 samples with --workers each of WORKERS (default
 #      "1 2 4"), in turn, REPEAT times (default 3): wall time and peak RSS;
 #   8. zoo: bench/zoo_gpu.sh: every zoo model with --backend vulkan --strict against the CPU
-#      (agreement, whole-process times; the zoo is exported there first).
+#      (agreement, whole-process times; the zoo is exported there first);
+#   9. firstrun: a first Vulkan calibration (empty pipeline caches, ptq's and the driver's)
+#      against a warm one, each a whole process with its phase times (PTQ_TIMING,
+#      PTQ_VULKAN_TIMING: device start, shapes, constants beside pipelines), on the zoo models
+#      FIRSTRUN_MODELS (default bert_opset17 vit_b_16 whisper_encoder), REPEAT times (default 2).
 # CALIB_WORKERS=N passes --workers N to the calib step's CPU runs.
 # Logs go to OUT (default /tmp/ptq-device).
 # Usage: bench/device.sh [gpu] [calib] [splitk] [phases] [upload] [cputime] [workers] [zoo]
+#        [firstrun]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${DIST:-$root/.dist}"
@@ -115,6 +120,38 @@ if [[ " $steps " == *" workers "* ]]; then
 fi
 if [[ " $steps " == *" zoo "* ]]; then
   DIST="$dist" OUT="$out" bash "$root/bench/zoo_gpu.sh" 2>&1 | tee "$out/zoo.log"
+fi
+if [[ " $steps " == *" firstrun "* ]]; then
+  # The zoo as bench/zoo_gpu.sh exports it; each model's calib samples, entropy, batch 8.
+  # __GL_SHADER_DISK_CACHE=0 keeps NVIDIA's own shader cache out of the cold run;
+  # SOURCE_DATE_EPOCH=0 fixes the caches' date, so that the two compare byte for byte.
+  zoo="${ZOO:-/tmp/ptq-zoo}"
+  fr_models=(${FIRSTRUN_MODELS:-bert_opset17 vit_b_16 whisper_encoder})
+  for m in "${fr_models[@]}"; do
+    [ -f "$zoo/$m.json" ] || python3 "$root/scripts/export_zoo.py" "$zoo" "$m" 2>&1 | tail -2
+  done
+  mkdir -p "$work"
+  TIMEFORMAT="%R s"
+  phase_lines='^ptq: (time|vulkan: (started|new program|constants))'
+  for m in "${fr_models[@]}"; do
+    data=()
+    for i in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["inputs"]))' \
+        "$zoo/$m.json"); do
+      data+=(--data "$i=$zoo/$m/calib/$i.npy")
+    done
+    for r in $(seq "${REPEAT:-2}"); do
+      cache="$work/pipelines-$m-$r"
+      rm -rf "$cache"
+      for run in cold warm; do
+        envs=(PTQ_PIPELINE_CACHE="$cache" PTQ_TIMING=1 PTQ_VULKAN_TIMING=1 SOURCE_DATE_EPOCH=0)
+        [ "$run" = cold ] && envs+=(__GL_SHADER_DISK_CACHE=0)
+        echo "$m #$r $run (whole process):"
+        time (env "${envs[@]}" "$dist/ptq" calibrate "$zoo/$m.onnx" "${data[@]}" --method entropy \
+          --batch 8 --backend vulkan --quiet -o "$work/fr-$m-$run.json" 2>&1 | grep -E "$phase_lines")
+      done
+      cmp "$work/fr-$m-cold.json" "$work/fr-$m-warm.json" && echo "$m: cold and warm caches equal"
+    done
+  done 2>&1 | tee "$out/firstrun.log"
 fi
 if [[ " $steps " == *" calib "* ]]; then
   resnet18

@@ -365,12 +365,20 @@ Expected<uint32_t> Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlag
 
 Expected<const Pipeline*> Context::pipeline(std::string_view name, uint32_t bindings,
                                             uint32_t push_bytes) {
+  used_.emplace(name);
   auto it = pipelines_.find(std::string(name));
   if (it != pipelines_.end()) return static_cast<const Pipeline*>(it->second.get());
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, build_pipeline(name, bindings, push_bytes));
+  ++built_on_demand_;
   const Pipeline* out = p.get();
   pipelines_.emplace(std::string(name), std::move(p));
   return out;
+}
+
+std::set<std::string> Context::built_pipelines() const {
+  std::set<std::string> names;
+  for (const auto& [name, p] : pipelines_) names.insert(name);
+  return names;
 }
 
 Status Context::prepare_pipelines(const std::vector<std::pair<std::string, uint32_t>>& shaders) {

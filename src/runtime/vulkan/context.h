@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -55,6 +56,14 @@ class Context {
   // (drivers compile each on the calling thread), with 128 bytes of push constants.
   Status prepare_pipelines(const std::vector<std::pair<std::string, uint32_t>>& shaders);
 
+  // What tests check about the pipelines: the names built (ahead or on demand), those a
+  // recording or a statistics dispatch asked for, how many of those were not built ahead, and
+  // the bytes of pipeline cache read from disk at start.
+  std::set<std::string> built_pipelines() const;
+  const std::set<std::string>& used_pipelines() const { return used_; }
+  int built_on_demand() const { return built_on_demand_; }
+  size_t pipeline_cache_loaded_bytes() const { return cache_loaded_bytes_; }
+
   // Submits `cmd` and waits for it to finish.
   Status submit_and_wait(VkCommandBuffer cmd);
   Expected<VkCommandBuffer> allocate_command_buffer();
@@ -83,6 +92,8 @@ class Context {
   VkPhysicalDeviceMemoryProperties memory_{};
   DeviceInfo info_;
   std::unordered_map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+  std::set<std::string> used_;
+  int built_on_demand_ = 0;
 };
 
 // A compute pipeline with its layouts (storage buffers at bindings 0..n-1, push constants).

@@ -8,6 +8,7 @@
 #include "declared_shapes.h"
 #include "host_values.h"
 #include "ptq/ir/owned_copy.h"
+#include "shape_rules.h"
 
 #include <fmt/format.h>
 
@@ -89,6 +90,34 @@ struct Folder {
     if (!reads_shape_only(node) || fact == out.facts.end()) return std::nullopt;
     return ir::Tensor::borrow(fact->second.dtype, fact->second.shape,
                               static_cast<const void*>(nullptr));
+  }
+
+  // The output types of a node whose declared output types are not settled, by its op's rule
+  // (shape_rules.h); false when no rule covers it or an input's type is unknown.
+  bool apply_rule(const ir::Node& node) {
+    std::vector<ValueFacts> own(node.inputs.size());  // types of constants (no facts of theirs)
+    std::vector<InputType> ins(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const std::string& name = node.inputs[i];
+      if (name.empty()) continue;
+      if (const ir::Tensor* init = graph.initializer(name)) {
+        own[i] = ValueFacts{init->dtype(), init->shape(), true};
+        ins[i] = {&own[i], init};
+      } else if (auto f = out.folded.find(name); f != out.folded.end()) {
+        own[i] = ValueFacts{f->second.dtype(), f->second.shape(), true};
+        ins[i] = {&own[i], &f->second};
+      } else if (auto fact = out.facts.find(name); fact != out.facts.end()) {
+        ins[i] = {&fact->second, nullptr};
+      } else {
+        return false;
+      }
+    }
+    std::optional<std::vector<ValueFacts>> types = rule_output_types(node, opset, ins);
+    if (!types) return false;
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (!node.outputs[i].empty()) out.facts[node.outputs[i]] = std::move((*types)[i]);
+    }
+    return true;
   }
 
   // Runs a node whose declared output types are not settled on stand-in inputs: by the rules
@@ -270,8 +299,9 @@ Expected<std::optional<ShapeFacts>> declared_shape_facts(
       }
       out.facts[o] = ValueFacts{t->second->type.dtype, std::move(*shape), true};
     }
-    if (settled) continue;
+    if (settled || folder.apply_rule(node)) continue;
     if (!folder.run_on_stand_ins(node, why)) return kUnsettled;
+    ++out.stand_in_runs;
   }
   return std::optional<ShapeFacts>(std::move(out));
 }

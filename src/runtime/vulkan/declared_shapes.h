@@ -16,6 +16,7 @@ namespace ptq::vulkan {
 struct ShapeFacts {
   std::unordered_map<std::string, ValueFacts> facts;   // every real input and node output
   std::unordered_map<std::string, ir::Tensor> folded;  // static values that are not initializers
+  int stand_in_runs = 0;  // nodes run on stand-in inputs (no rule in shape_rules.h covered them)
 };
 
 // Values computable from the model's constants and input shapes alone (initializers, Shape

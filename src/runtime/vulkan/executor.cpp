@@ -139,6 +139,7 @@ class VulkanExecutor final : public runtime::Executor {
   std::map<std::string, std::unique_ptr<Program>> programs_;
   std::deque<std::string> program_order_;
   std::unordered_map<const runtime::Observer*, std::vector<std::string>> wanted_;
+  std::unordered_set<std::string> produced_;  // node outputs, for checking observers' names
   Status stats_error_;
   runtime::RunStats stats_;
 };
@@ -184,6 +185,7 @@ Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inpu
   std::string why;
   PTQ_ASSIGN_OR_RETURN(ShapeFacts shapes, shape_facts(inputs, why));
   const double shape_ms = ms_since(t0);
+  const int stand_ins = shapes.stand_in_runs;
   const auto t1 = std::chrono::steady_clock::now();
   BuildEnv env{*ctx_, model_, *cpu_, std::max(options_.threads, 1), options_.observe_budget_bytes,
                uploaded_, uploaded_bytes_, std::max(options_.conv_split_k, 0),
@@ -191,8 +193,11 @@ Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inpu
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Program> prog,
                        build_program(env, shapes.facts, std::move(shapes.folded), observed));
   if (ctx_->timing()) {
+    const std::string how = why.empty()
+                                ? fmt::format("declared types, {} node(s) on stand-ins", stand_ins)
+                                : "CPU shape pass: " + why;
     fmt::print(stderr, "ptq: vulkan: new program: shapes {:.1f} ms ({}), build {:.1f} ms\n",
-               shape_ms, why.empty() ? "declared types" : "CPU shape pass: " + why, ms_since(t1));
+               shape_ms, how, ms_since(t1));
   }
   if (!prog->fallback_nodes.empty()) {
     if (options_.strict) {
@@ -349,14 +354,13 @@ Expected<runtime::NamedTensors> VulkanExecutor::run(const runtime::NamedTensors&
     auto it = wanted_.find(o);
     if (it == wanted_.end()) {
       std::vector<std::string> names = o->wanted(model_.graph);
+      if (produced_.empty()) {
+        for (const ir::Node& node : model_.graph.nodes) produced_.insert(node.outputs.begin(),
+                                                                         node.outputs.end());
+      }
       for (const std::string& n : names) {
         const bool known = model_.graph.initializer(n) != nullptr ||
-                           model_.graph.is_graph_input(n) ||
-                           std::any_of(model_.graph.nodes.begin(), model_.graph.nodes.end(),
-                                       [&](const ir::Node& node) {
-                                         return std::find(node.outputs.begin(), node.outputs.end(),
-                                                          n) != node.outputs.end();
-                                       });
+                           model_.graph.is_graph_input(n) || produced_.count(n) > 0;
         if (!known) return invalid_input("an observer wants tensor '{}', which the model lacks", n);
       }
       std::sort(names.begin(), names.end());
