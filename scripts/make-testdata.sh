@@ -8,9 +8,10 @@
 #   DIR/onnx-backend/node/test_*/                         ONNX's own backend node test data
 #   DIR/zoo/                                              the model zoo (scripts/export_zoo.py)
 # Idempotent: each item has a stamp DIR/.stamps/<item> holding a version string (this script's
-# VERSION, the generator's checksum, the versions of torch/torchvision/onnx/numpy). An item whose
-# stamp matches and whose files exist is skipped, so a second call is a fast no-op; changing the
-# generator regenerates it. Any failure stops the script with a non-zero status.
+# VERSION, the checksums of the generator and of the item's command line, the versions of
+# torch/torchvision/onnx/numpy). An item whose stamp matches and whose files exist is skipped, so a
+# second call is a fast no-op; changing the generator or the item's command regenerates it, while
+# adding or editing another item does not. Any failure stops the script with a non-zero status.
 set -euo pipefail
 
 VERSION=1  # bump to regenerate every item
@@ -39,7 +40,8 @@ item() {
   local name="$1" generator="$2" outputs="$3"
   shift 3
   local version
-  version="v$VERSION $(sha256sum "$generator" "$here/make-testdata.sh" | cut -c1-16 | tr '\n' ' ')$package_versions"
+  version="v$VERSION $(sha256sum "$generator" | cut -c1-16) $(printf '%s' "$*" | sha256sum |
+    cut -c1-16) $package_versions"
   local stamp="$stamps/$name"
   local complete=1 out
   for out in $outputs; do
