@@ -4,6 +4,8 @@
 #   DIR/models/{resnet18,mobilenet_v2,transformer}.onnx   random-init models, fixed seed
 #   DIR/models/<name>.samples.npy                         8 float32 samples each
 #   DIR/models/resnet18.calib.npy                         32 float32 samples
+#   DIR/models/ssdlite_head.onnx, ssdlite_head.samples/   a detector with dynamic H and W, and
+#                                                         8 samples of 4 sizes (export_detector.py)
 #   DIR/onnx-backend/node/test_*/                         ONNX's own backend node test data
 #   DIR/zoo/                                              the model zoo (scripts/export_zoo.py)
 # Idempotent: each item has a stamp DIR/.stamps/<item> holding a version string (this script's
@@ -71,6 +73,9 @@ item mobilenet_v2 "$here/export_models.py" \
 item transformer "$here/export_models.py" \
   "models/transformer.onnx models/transformer.samples.npy" \
   "$PY" "$here/export_models.py" transformer "$dir/models"
+item ssdlite_head "$here/export_detector.py" \
+  "models/ssdlite_head.onnx models/ssdlite_head.samples/7.npy" \
+  "$PY" "$here/export_detector.py" "$dir/models"
 item onnx-backend "$here/gen_backend_data.py" \
   "onnx-backend/node/test_conv_with_strides_padding/model.onnx" \
   "$PY" "$here/gen_backend_data.py" "$dir/onnx-backend"
