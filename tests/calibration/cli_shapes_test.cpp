@@ -8,6 +8,7 @@
 
 #include "calib_test_util.h"
 #include "cli/run_ptq.h"
+#include "ptq/onnx.h"
 
 namespace ptq::calibration {
 namespace {
@@ -88,6 +89,41 @@ TEST(ShapesCli, DetectorOnFourSizesCalibratesAlikeForAnyOrderAndBatchAndQuantize
     EXPECT_EQ(t->rank(), 2);
     EXPECT_EQ(t->dim(1), 10);
   }
+}
+
+// eval's labels follow the samples when batches are grouped by shape (and shuffled): a
+// classifier by global average pooling, whose label is the channel made largest.
+TEST(ShapesCli, EvalLabelsFollowSamplesGroupedByShape) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.set_opset("", 13);
+  m.graph.name = "pool";
+  const std::vector<ir::Dim> image{ir::Dim::symbol("n"), ir::Dim::of(3), ir::Dim::symbol("h"),
+                                   ir::Dim::symbol("w")};
+  const std::vector<ir::Dim> scores{ir::Dim::symbol("n"), ir::Dim::of(3)};
+  m.graph.inputs.push_back({"x", {ir::DType::kFloat32, image, {}}, {}});
+  m.graph.outputs.push_back({"y", {ir::DType::kFloat32, scores, {}}, {}});
+  m.graph.nodes.push_back(testing::make_node("GlobalAveragePool", {"x"}, {"p"}));
+  m.graph.nodes.push_back(testing::make_node("Flatten", {"p"}, {"y"}));
+  TempDir dir;
+  ASSERT_TRUE(onnx::save_model(m, dir / "pool.onnx").is_ok());
+  fs::create_directories(dir.path() / "data");
+  const std::vector<std::pair<int64_t, int64_t>> sizes{{5, 7}, {6, 6}, {5, 7}, {8, 3}, {6, 6}};
+  ir::Tensor labels(ir::DType::kInt64, {static_cast<int64_t>(sizes.size())});
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    ir::Tensor x = testing::random_tensor({3, sizes[k].first, sizes[k].second}, k);
+    const int64_t label = static_cast<int64_t>(k) % 3;
+    const int64_t plane = sizes[k].first * sizes[k].second;
+    for (int64_t i = 0; i < plane; ++i) x.data<float>()[label * plane + i] += 10.0f;
+    labels.data<int64_t>()[k] = label;
+    ASSERT_TRUE(data::save_npy(dir.path() / "data" / fmt::format("{}.npy", k), x).is_ok());
+  }
+  ASSERT_TRUE(data::save_npy(dir.path() / "labels.npy", labels).is_ok());
+  auto r = run_ptq({"eval", dir / "pool.onnx", "--data", dir / "data", "--labels",
+                    dir / "labels.npy", "--batch", "2", "--shuffle", "--seed", "1", "--json",
+                    "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"top1_correct\": 5"), std::string::npos) << r.out;
 }
 
 }  // namespace
