@@ -48,7 +48,7 @@ class SampleReader {
 };
 
 // Items of one dtype and shape. An item is one sample, or, "stacked", item_shape[0] samples
-// along its first axis. Arrays and raw files default to stacked, folders to one sample a file.
+// along its first axis. Arrays and raw files default to stacked, .pb folders to one sample a file.
 class ItemsReader : public SampleReader {
  public:
   const std::string& where() const override { return where_; }
