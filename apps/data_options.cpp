@@ -84,12 +84,15 @@ void add_data_options(CLI::App& app, DataOptions& o, const DataOptionsConfig& co
   o.default_batch = config.default_batch;
   add_source_option(app, config.flag, o.data,
                     "samples: FILE.npy, FILE.npz, DIR of .npy/.pb/images, backend-style "
-                    "test_data_set_* DIR, FILE.bin (with --shape); NAME=SRC per input",
+                    "test_data_set_* DIR, FILE.bin (with --shape); NAME=SRC per input; "
+                    "records of several shapes are batched by shape",
                     config.required);
   app.add_option("--shape", o.shape, "shape of one record of a raw .bin source, e.g. 1,3,224,224")
       ->type_name("[NAME=]D,D,...")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--resize", o.resize, "images: shorter side to S, or exactly H,W (bilinear)")
+  app.add_option("--resize", o.resize,
+                 "images: shorter side to S keeping the aspect (a model with dynamic H and W "
+                 "takes each size; a fixed one centre-crops), or exactly H,W (bilinear)")
       ->type_name("S|H,W");
   app.add_option("--crop", o.crop, "images: centre crop (default: the model's H,W)")
       ->type_name("H,W");

@@ -1,8 +1,10 @@
 // `ptq run MODEL --data SRC [--backend cpu|vulkan] [--threads N] [--batch N] -o OUTDIR`: runs
 // the model over every sample and writes each output as OUTDIR/<output name>.npy, gathered
 // along the axis its batch maps to (data::output_batch_axis), or, for an output no axis of
-// which follows the batch, one file per batch, OUTDIR/<output name>/<k>.npy. Output names
-// that are not plain file names ('/', ':', …) have those characters replaced by '_'.
+// which follows the batch, one file per batch, OUTDIR/<output name>/<k>.npy. Data of several
+// shapes (batches grouped by shape) writes each sample's output as its own file,
+// OUTDIR/<output name>/<i>.npy, i the sample's index in the source. Output names that are not
+// plain file names ('/', ':', …) have those characters replaced by '_'.
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -42,10 +44,11 @@ std::string file_name_for(const std::string& output) {
 }
 
 // One output's file(s): streamed rows on axis 0; held parts joined on another axis at the end
-// (outputs of sequence-first models); or one file per batch.
+// (outputs of sequence-first models); one file per batch; or one file per sample.
 struct OutputSink {
   int64_t axis = data::kNoBatchAxis;
-  fs::path path;  // OUT/<name>.npy, or the folder OUT/<name> of per-batch files
+  bool per_sample = false;
+  fs::path path;  // OUT/<name>.npy, or the folder OUT/<name> of per-batch or per-sample files
   std::unique_ptr<data::NpyWriter> rows;
   std::vector<ir::Tensor> parts;
 };
@@ -70,10 +73,27 @@ ir::Tensor concat(const std::vector<ir::Tensor>& parts, int64_t axis) {
   return out;
 }
 
+// Sample k of a batch of n along `axis`.
+ir::Tensor slice(const ir::Tensor& t, int64_t axis, int64_t k, int64_t n) {
+  ir::Shape shape = t.shape();
+  shape.erase(shape.begin() + axis);
+  ir::Tensor out(t.dtype(), shape);
+  const int64_t outer = ir::num_elements(ir::Shape(shape.begin(), shape.begin() + axis));
+  if (outer == 0 || out.nbytes() == 0) return out;
+  const size_t block = out.nbytes() / static_cast<size_t>(outer);
+  const auto* src = static_cast<const std::byte*>(t.raw());
+  for (int64_t o = 0; o < outer; ++o) {
+    std::memcpy(out.data<std::byte>() + static_cast<size_t>(o) * block,
+                src + static_cast<size_t>(o * n + k) * block, block);
+  }
+  return out;
+}
+
 Status open_sink(const ir::Graph& graph, const data::Dataset& ds, const std::string& name,
                  const ir::Tensor& t, int64_t n, const fs::path& dir, OutputSink& sink) {
   sink.axis = data::output_batch_axis(graph, ds.inputs(), name, t.shape(), n);
-  if (sink.axis == data::kNoBatchAxis) {
+  sink.per_sample = sink.axis != data::kNoBatchAxis && !ds.same_shapes();
+  if (sink.axis == data::kNoBatchAxis || sink.per_sample) {
     sink.path = dir / file_name_for(name);
     std::error_code ec;
     fs::create_directories(sink.path, ec);
@@ -103,7 +123,14 @@ Status write_batch(const ir::Graph& graph, const data::Dataset& ds,
       return invalid_input("output '{}' has shape {}: its dim {} is not the batch ({})", name,
                            ir::shape_str(t.shape()), sink.axis, n);
     }
-    if (sink.rows) {
+    if (sink.per_sample) {
+      const int64_t first = ds.batch_first(b);
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t index = ds.order()[static_cast<size_t>(first + k)];
+        PTQ_RETURN_IF_ERROR(
+            data::save_npy(sink.path / fmt::format("{}.npy", index), slice(t, sink.axis, k, n)));
+      }
+    } else if (sink.rows) {
       PTQ_RETURN_IF_ERROR(sink.rows->append(t));
     } else {
       sink.parts.push_back(t);
@@ -149,7 +176,9 @@ Status run_command(RunOptions& o, const GlobalOptions& global) {
 
 Runner register_run(CLI::App& app, GlobalOptions& global) {
   auto o = std::make_shared<RunOptions>();
-  app.description("run a model over samples; write each output as OUTDIR/<output name>.npy");
+  app.description(
+      "run a model over samples; write each output as OUTDIR/<output name>.npy (data of "
+      "several shapes: OUTDIR/<output name>/<sample index>.npy)");
   app.add_option("model", o->model, "ONNX model")->required();
   add_data_options(app, o->data, {.finite_only = true});
   add_backend_options(app, o->backend);

@@ -5,6 +5,8 @@
 #   DIR/models/<name>.samples.npy                         8 float32 samples each
 #   DIR/models/resnet18.calib.npy                         32 float32 samples
 #   DIR/models/einsum_attention.{onnx,samples.npy}         attention with torch.einsum
+#   DIR/models/ssdlite_head.onnx, ssdlite_head.samples/   a detector with dynamic H and W, and
+#                                                         8 samples of 4 sizes (export_detector.py)
 #   DIR/onnx-backend/node/test_*/                         ONNX's own backend node test data
 #   DIR/zoo/                                              the model zoo (scripts/export_zoo.py)
 # Idempotent: each item has a stamp DIR/.stamps/<item> holding a version string (this script's
@@ -77,6 +79,9 @@ item transformer "$here/export_models.py" \
 item einsum_attention "$here/export_einsum_model.py" \
   "models/einsum_attention.onnx models/einsum_attention.samples.npy" \
   "$PY" "$here/export_einsum_model.py" "$dir/models"
+item ssdlite_head "$here/export_detector.py" \
+  "models/ssdlite_head.onnx models/ssdlite_head.samples/7.npy" \
+  "$PY" "$here/export_detector.py" "$dir/models"
 item onnx-backend "$here/gen_backend_data.py" \
   "onnx-backend/node/test_conv_with_strides_padding/model.onnx" \
   "$PY" "$here/gen_backend_data.py" "$dir/onnx-backend"

@@ -56,7 +56,7 @@ class SampleSource {
   virtual ~SampleSource() = default;
   virtual std::string name() const = 0;  // names the source in messages
   virtual ir::DType dtype() const = 0;
-  virtual ir::Shape sample_shape() const = 0;  // one sample, without the batch axis
+  virtual ir::Shape sample_shape() const = 0;  // one sample, without the batch axis (one shape)
   virtual int64_t count() const = 0;
   // Writes sample i (0 <= i < count()) to dst: num_elements(sample_shape()) elements of
   // dtype(), native byte order. Called from several threads at once.
@@ -105,7 +105,8 @@ struct InputInfo {
   std::string name;          // model input name ("" before bind() for an unnamed source)
   ir::DType dtype;           // element type of the batches (the model's once bound)
   ir::DType stored_dtype;    // element type in the files
-  ir::Shape sample_shape;    // one record: a sample without the batch axis, or a whole value
+  ir::Shape sample_shape;    // one record: a sample without the batch axis, or a whole value;
+                             // -1 on each dim where records differ (see Dataset::same_shapes)
   std::string source;        // file or folder, for messages
   int64_t batch_axis = 0;    // where batches stack samples, or kNoBatchAxis
 };
@@ -150,6 +151,14 @@ class Dataset {
   //    the count.
   //  - batch: a fixed batch dim (the batch axis's) sets the batch size; --batch must then
   //    agree, and a remainder that does not fill a batch is dropped (see dropped()).
+  //  - shapes: records may differ in shape (a folder of .npy files, an npz of arr_0 ..
+  //    arr_N-1, images at their own size or shorter side resized) but not in dtype or rank.
+  //    A batch holds records of one shape: the delivery order is sorted stably by shape
+  //    (shapes in order of first appearance; with several inputs, by the tuple of theirs), so
+  //    each shape's records come in full batches but for a short last one (with a fixed batch
+  //    size, each shape's remainder is dropped). Only sample indices are sorted, so memory
+  //    stays independent of the data's size, and since calibration statistics do not depend
+  //    on order or grouping (specs/calibrators.md), neither does a calibration cache.
   //  - dtypes: the data's element type must be the input's, as ONNX Runtime requires, but for
   //    floats that widen exactly (float16 or bfloat16 to float32, any float to float64) and
   //    images (float32, feeding any float input). With --cast (DatasetSpec::cast) any number or
@@ -167,16 +176,23 @@ class Dataset {
   int64_t dropped() const;
   int64_t batch_size() const;
   int64_t num_batches() const;
-  // Samples in batch b (the last may be short).
+  // Samples in batch b (the last may be short; with records of several shapes, each shape's).
   int64_t batch_samples(int64_t b) const;
+  // Delivery position of batch b's first sample.
+  int64_t batch_first(int64_t b) const;
+  // True when every record of every input has one shape (no -1 in any InputInfo::sample_shape
+  // from records that differ).
+  bool same_shapes() const;
   const std::vector<InputInfo>& inputs() const;
   // Source index of each delivered sample, in delivery order (e.g. to reorder labels).
   const std::vector<int64_t>& order() const;
 
-  // Batch b (0-based): samples [b * B, min((b + 1) * B, size())), so the last may be short.
-  // Safe to call from several threads at once.
+  // Batch b (0-based): samples [batch_first(b), batch_first(b) + batch_samples(b)); with one
+  // shape, [b * B, min((b + 1) * B, size())), so the last may be short. Safe to call from
+  // several threads at once.
   Expected<NamedTensors> batch(int64_t b) const;
-  // `count` delivered samples from position `first`, as one batch.
+  // `count` delivered samples from position `first`, as one batch (an error naming two of them
+  // where their shapes differ).
   Expected<NamedTensors> read(int64_t first, int64_t count) const;
 
  private:

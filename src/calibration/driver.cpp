@@ -237,7 +237,7 @@ Status run_batch(PassContext& c, PassState& state, Phase phase, size_t worker, i
     c.shapes->add(*batch);
   }
   StatsObserver& observer = *c.observers[worker];
-  observer.start_batch(phase, b * c.dataset.batch_size(), n);
+  observer.start_batch(phase, c.dataset.batch_first(b), n);
   runtime::Observer* observers[] = {&observer};
   auto outputs = c.executors[worker]->run(*batch, observers);
   if (!outputs) return std::move(outputs).take_status();

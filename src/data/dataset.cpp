@@ -41,14 +41,20 @@ struct Dataset::Impl {
   int64_t dropped = 0;
   bool bound = false;  // bind() has settled each input's batch axis
   std::vector<int64_t> order;
+  // Where records differ in shape: the first delivery position of each batch, then size();
+  // empty when every batch but the last holds `batch` samples.
+  std::vector<int64_t> starts;
 
   Status settle();
+  Status group();
   Status resolve(const ir::Graph& graph, std::map<std::string, Fed>& fed);
   Status bind(const ir::Graph& graph);
   Expected<Binding> bind_input(const ir::ValueInfo& v, Fed fed);
   Status settle_batch(const std::vector<const ir::ValueInfo*>& inputs);
   Status read_sample(const Binding& b, int64_t index, std::byte* dst) const;
-  Status read_stacked(const Binding& b, int64_t first, int64_t count, ir::Tensor& t) const;
+  Status read_stacked(const Binding& b, const ir::Shape& sample, int64_t first, int64_t count,
+                      ir::Tensor& t) const;
+  Expected<ir::Shape> record_shape(const Binding& b, int64_t first, int64_t count) const;
 };
 
 namespace {
@@ -82,11 +88,13 @@ Status select_named_entry(Source& src) {
                        src.entries.size(), src.input);
 }
 
-// The one-line shape check: fixed dims must match, symbolic ones accept anything.
-Status check_shape(const ir::ValueInfo& input, const SampleReader& r, int64_t axis) {
+// The one-line shape check of one record shape: fixed dims must match, symbolic ones accept
+// anything.
+Status check_shape(const ir::ValueInfo& input, const SampleReader& r, const ir::Shape& record,
+                   int64_t axis) {
   if (!input.type.dims) return {};
   const auto& dims = *input.type.dims;
-  ir::Shape s = r.sample_shape();
+  ir::Shape s = record;
   if (axis != kNoBatchAxis) s.insert(s.begin() + axis, -1);
   bool ok = dims.size() == s.size();
   for (size_t i = 0; ok && i < s.size(); ++i) {
@@ -96,11 +104,19 @@ Status check_shape(const ir::ValueInfo& input, const SampleReader& r, int64_t ax
   if (axis == kNoBatchAxis) {
     return invalid_input("input '{}' is {} but {} gives values of {} (fed whole, unbatched)",
                          input.name, ir::dims_str(input.type.dims), r.where(),
-                         ir::shape_str(r.sample_shape()));
+                         ir::shape_str(record));
   }
   return invalid_input("input '{}' is {} but {} gives samples of {} (batch axis {} excluded)",
-                       input.name, ir::dims_str(input.type.dims), r.where(),
-                       ir::shape_str(r.sample_shape()), axis);
+                       input.name, ir::dims_str(input.type.dims), r.where(), ir::shape_str(record),
+                       axis);
+}
+
+// Every record shape the reader gives.
+Status check_shapes(const ir::ValueInfo& input, const SampleReader& r, int64_t axis) {
+  for (int64_t k = 0; k < r.shape_count(); ++k) {
+    PTQ_RETURN_IF_ERROR(check_shape(input, r, r.shape_at(k), axis));
+  }
+  return {};
 }
 
 // A float type into a wider one (float16 or bfloat16 to float32, anything to float64): every
@@ -133,9 +149,11 @@ Status Dataset::Impl::settle() {
   for (const Binding& b : bindings) {
     // Such samples take no bytes, so nothing bounds how many a header may claim; one record
     // (an empty `axes` input of a test_data_set folder) bounds itself and may be empty.
-    if (b.reader->count() > 1 && ir::num_elements(b.reader->sample_shape()) == 0) {
-      return invalid_input("{} gives samples of shape {}, which hold no values",
-                           b.reader->where(), ir::shape_str(b.reader->sample_shape()));
+    for (int64_t k = 0; k < b.reader->shape_count() && b.reader->count() > 1; ++k) {
+      if (ir::num_elements(b.reader->shape_at(k)) == 0) {
+        return invalid_input("{} gives samples of shape {}, which hold no values",
+                             b.reader->where(), ir::shape_str(b.reader->shape_at(k)));
+      }
     }
   }
   const Binding* first = nullptr;
@@ -165,13 +183,62 @@ Status Dataset::Impl::settle() {
     }
     order.resize(static_cast<size_t>(spec.samples));
   }
-  dropped = fixed_batch ? static_cast<int64_t>(order.size()) % batch : 0;
-  order.resize(order.size() - static_cast<size_t>(dropped));
+  PTQ_RETURN_IF_ERROR(group());
+  if (order.empty() && !starts.empty()) {
+    return invalid_input("the model's fixed batch size {} needs {} samples of one shape; no shape "
+                         "of the data has that many",
+                         batch, batch);
+  }
   if (order.empty()) {
     return invalid_input("the model's fixed batch size {} needs at least {} samples; the data "
                          "gives {}",
                          batch, batch, dropped);
   }
+  return {};
+}
+
+// Batches hold records of one shape. Where records differ, the delivery order is sorted
+// stably by shape (the shapes of every batched input, in order of first appearance), so each
+// shape's records come in batches of `batch` and only each shape's last batch may be short (a
+// fixed batch size drops each shape's remainder). Only indices move: no sample is read.
+Status Dataset::Impl::group() {
+  starts.clear();
+  std::vector<const Binding*> varied;
+  for (const Binding& b : bindings) {
+    if (b.axis != kNoBatchAxis && b.reader->shape_count() > 1) varied.push_back(&b);
+  }
+  if (varied.empty()) {
+    dropped = fixed_batch ? static_cast<int64_t>(order.size()) % batch : 0;
+    order.resize(order.size() - static_cast<size_t>(dropped));
+    return {};
+  }
+  std::map<std::vector<int64_t>, int64_t> ids;
+  std::vector<int64_t> group(order.size());
+  for (size_t p = 0; p < order.size(); ++p) {
+    std::vector<int64_t> key;
+    for (const Binding* b : varied) key.push_back(b->reader->shape_of(order[p]));
+    const auto next = static_cast<int64_t>(ids.size());
+    group[p] = ids.try_emplace(std::move(key), next).first->second;
+  }
+  std::vector<int64_t> size(ids.size(), 0), at(ids.size(), 0), filled(ids.size(), 0);
+  for (int64_t g : group) ++size[static_cast<size_t>(g)];
+  int64_t total = 0;
+  dropped = 0;
+  for (size_t g = 0; g < size.size(); ++g) {
+    const int64_t kept = fixed_batch ? size[g] - size[g] % batch : size[g];
+    dropped += size[g] - kept;
+    size[g] = kept;
+    at[g] = total;
+    for (int64_t q = 0; q < kept; q += batch) starts.push_back(total + q);
+    total += kept;
+  }
+  starts.push_back(total);
+  std::vector<int64_t> grouped(static_cast<size_t>(total));
+  for (size_t p = 0; p < order.size(); ++p) {
+    const auto g = static_cast<size_t>(group[p]);
+    if (filled[g] < size[g]) grouped[static_cast<size_t>(at[g] + filled[g]++)] = order[p];
+  }
+  order = std::move(grouped);
   return {};
 }
 
@@ -258,6 +325,7 @@ Status Dataset::bind(const ir::Graph& graph) {
     impl_->bindings.clear();
     impl_->infos.clear();
     impl_->order.clear();
+    impl_->starts.clear();
   }
   return s;
 }
@@ -292,7 +360,7 @@ Expected<Dataset::Impl::Binding> Dataset::Impl::bind_input(const ir::ValueInfo& 
                         asked == spec.batch_axes.end() ? std::nullopt
                                                        : std::optional<int64_t>(asked->second)));
   PTQ_RETURN_IF_ERROR(r->adapt(v, axis.record_rank));
-  PTQ_RETURN_IF_ERROR(check_shape(v, *r, axis.axis));
+  PTQ_RETURN_IF_ERROR(check_shapes(v, *r, axis.axis));
   const ir::DType want = v.type.dtype == ir::DType::kUndefined ? r->dtype() : v.type.dtype;
   const bool same = r->dtype() == want || (r->preprocessed() && ir::is_float(want)) ||
                     widens_exactly(r->dtype(), want);
@@ -360,7 +428,17 @@ int64_t Dataset::size() const { return static_cast<int64_t>(impl_->order.size())
 int64_t Dataset::source_size() const { return impl_->source_count; }
 int64_t Dataset::dropped() const { return impl_->dropped; }
 int64_t Dataset::batch_size() const { return impl_->batch; }
-int64_t Dataset::num_batches() const { return (size() + impl_->batch - 1) / impl_->batch; }
+int64_t Dataset::num_batches() const {
+  if (!impl_->starts.empty()) return static_cast<int64_t>(impl_->starts.size()) - 1;
+  return (size() + impl_->batch - 1) / impl_->batch;
+}
+int64_t Dataset::batch_first(int64_t b) const {
+  return impl_->starts.empty() ? b * impl_->batch : impl_->starts[static_cast<size_t>(b)];
+}
+bool Dataset::same_shapes() const {
+  return std::all_of(impl_->bindings.begin(), impl_->bindings.end(),
+                     [](const Impl::Binding& b) { return b.reader->shape_count() == 1; });
+}
 const std::vector<InputInfo>& Dataset::inputs() const { return impl_->infos; }
 const std::vector<int64_t>& Dataset::order() const { return impl_->order; }
 
@@ -368,8 +446,7 @@ Expected<NamedTensors> Dataset::batch(int64_t b) const {
   if (b < 0 || b >= num_batches()) {
     return runtime_error("batch {} out of range (the dataset has {})", b, num_batches());
   }
-  const int64_t first = b * impl_->batch;
-  return read(first, std::min(impl_->batch, size() - first));
+  return read(batch_first(b), batch_samples(b));
 }
 
 namespace {
@@ -412,21 +489,44 @@ Expected<NamedTensors> Dataset::read(int64_t first, int64_t count) const {
       return runtime_error("input '{}' has no batch axis: a batch holds one record, not {}",
                            b.name, count);
     }
-    ir::Tensor t(b.dtype, batch_shape(impl_->infos[out.size()], count));
+    PTQ_ASSIGN_OR_RETURN(ir::Shape sample, impl_->record_shape(b, first, count));
+    InputInfo info = impl_->infos[out.size()];
+    info.sample_shape = sample;
+    ir::Tensor t(b.dtype, batch_shape(info, count));
     if (b.axis == kNoBatchAxis) {
       const int64_t index = b.per_record() ? impl_->order[static_cast<size_t>(first)] : 0;
       PTQ_RETURN_IF_ERROR(impl_->read_sample(b, index, t.data<std::byte>()));
     } else {
-      PTQ_RETURN_IF_ERROR(impl_->read_stacked(b, first, count, t));
+      PTQ_RETURN_IF_ERROR(impl_->read_stacked(b, sample, first, count, t));
     }
     out.emplace_back(b.name, std::move(t));
   }
   return out;
 }
 
+// The shape of the records b feeds to delivered samples [first, first + count): one shape, or
+// an error naming two records that differ.
+Expected<ir::Shape> Dataset::Impl::record_shape(const Binding& b, int64_t first,
+                                                int64_t count) const {
+  const SampleReader& r = *b.reader;
+  if (r.shape_count() == 1) return r.sample_shape();
+  const int64_t index = b.counted() ? order[static_cast<size_t>(first)] : 0;
+  const int64_t id = r.shape_of(index);
+  for (int64_t k = 1; b.axis != kNoBatchAxis && k < count; ++k) {
+    const int64_t other = order[static_cast<size_t>(first + k)];
+    if (r.shape_of(other) != id) {
+      return invalid_input("samples {} and {} of {} have shapes {} and {}: a batch holds one "
+                           "shape",
+                           index, other, r.where(), ir::shape_str(r.shape_at(id)),
+                           ir::shape_str(r.shape_at(r.shape_of(other))));
+    }
+  }
+  return r.shape_at(id);
+}
+
 // Sample `index` of binding b into dst, converted to the batch dtype and checked for NaN/Inf.
 Status Dataset::Impl::read_sample(const Binding& b, int64_t index, std::byte* dst) const {
-  const int64_t n = ir::num_elements(b.reader->sample_shape());
+  const int64_t n = ir::num_elements(b.reader->shape_at(b.reader->shape_of(index)));
   const ir::DType stored = b.reader->dtype();
   if (stored == b.dtype) {
     PTQ_RETURN_IF_ERROR(b.reader->read(index, dst));
@@ -450,9 +550,8 @@ Status Dataset::Impl::read_sample(const Binding& b, int64_t index, std::byte* ds
 // `count` samples from delivery position `first`, stacked on b's batch axis into t: a sample
 // of shape [outer dims, inner dims] lands as `outer` blocks of `inner` elements, one per
 // position of the axis.
-Status Dataset::Impl::read_stacked(const Binding& b, int64_t first, int64_t count,
-                                   ir::Tensor& t) const {
-  const ir::Shape sample = b.reader->sample_shape();
+Status Dataset::Impl::read_stacked(const Binding& b, const ir::Shape& sample, int64_t first,
+                                   int64_t count, ir::Tensor& t) const {
   const auto axis = static_cast<size_t>(b.axis);
   const int64_t outer = ir::num_elements(ir::Shape(sample.begin(), sample.begin() + axis));
   const size_t inner_bytes = static_cast<size_t>(ir::num_elements(sample) / std::max<int64_t>(
@@ -482,6 +581,9 @@ ir::Shape batch_shape(const InputInfo& input, int64_t count) {
 }
 
 int64_t Dataset::batch_samples(int64_t b) const {
+  if (!impl_->starts.empty()) {
+    return impl_->starts[static_cast<size_t>(b) + 1] - impl_->starts[static_cast<size_t>(b)];
+  }
   return std::min(impl_->batch, size() - b * impl_->batch);
 }
 

@@ -8,12 +8,11 @@ namespace {
 class ImageReader final : public SampleReader {
  public:
   ImageReader(std::string where, std::vector<std::filesystem::path> files, ImageOptions options,
-              int64_t first_h, int64_t first_w)
+              std::vector<std::pair<int32_t, int32_t>> sizes)
       : where_(std::move(where)),
         files_(std::move(files)),
         options_(std::move(options)),
-        first_h_(first_h),
-        first_w_(first_w) {}
+        sizes_(std::move(sizes)) {}
 
   // Settles the plan for a model whose layout, channels and size are unknown (unbound use).
   Status init() { return settle(std::nullopt, 3, -1, -1); }
@@ -21,10 +20,10 @@ class ImageReader final : public SampleReader {
   const std::string& where() const override { return where_; }
   ir::DType dtype() const override { return ir::DType::kFloat32; }
   int64_t count() const override { return static_cast<int64_t>(files_.size()); }
-  ir::Shape sample_shape() const override {
-    const int64_t c = plan_.channels, h = geometry_.out_h, w = geometry_.out_w;
-    return plan_.layout == Layout::kNCHW ? ir::Shape{c, h, w} : ir::Shape{h, w, c};
-  }
+  ir::Shape sample_shape() const override { return shapes_.common(); }
+  int64_t shape_count() const override { return shapes_.size(); }
+  ir::Shape shape_at(int64_t k) const override { return shapes_.shape(k); }
+  int64_t shape_of(int64_t i) const override { return shapes_.id(i); }
 
   ir::Shape item_shape() const override { return sample_shape(); }
   bool preprocessed() const override { return true; }
@@ -55,11 +54,10 @@ class ImageReader final : public SampleReader {
     const auto& path = files_[static_cast<size_t>(i)];
     PTQ_ASSIGN_OR_RETURN(Image img, decode_image(path, static_cast<int>(plan_.channels)));
     PTQ_ASSIGN_OR_RETURN(Geometry g, plan_geometry(plan_, img.height, img.width, path.string()));
-    if (g.out_h != geometry_.out_h || g.out_w != geometry_.out_w) {
-      return invalid_input("'{}' ({}x{}) gives a {}x{} sample but the first image gives {}x{}; "
-                           "set --resize H,W or --crop H,W",
-                           path.string(), img.height, img.width, g.out_h, g.out_w,
-                           geometry_.out_h, geometry_.out_w);
+    if (geometry_shape(g) != shapes_.shape(shapes_.id(i))) {
+      const auto [h, w] = sizes_[static_cast<size_t>(i)];
+      return invalid_input("'{}' is {}x{} but was {}x{} when the folder was opened",
+                           path.string(), img.height, img.width, h, w);
     }
     preprocess(img, plan_, g, static_cast<float*>(dst));
     return {};
@@ -87,18 +85,28 @@ class ImageReader final : public SampleReader {
       }
     }
     PTQ_RETURN_IF_ERROR(expand_normalisation(p));
-    PTQ_ASSIGN_OR_RETURN(Geometry g, plan_geometry(p, first_h_, first_w_, files_[0].string()));
     plan_ = std::move(p);
-    geometry_ = g;
+    // Each image's sample shape: one for all with a fixed size, else one per distinct size.
+    shapes_.clear();
+    for (size_t i = 0; i < files_.size(); ++i) {
+      PTQ_ASSIGN_OR_RETURN(Geometry g, plan_geometry(plan_, sizes_[i].first, sizes_[i].second,
+                                                     files_[i].string()));
+      shapes_.add(geometry_shape(g));
+    }
     return {};
+  }
+
+  ir::Shape geometry_shape(const Geometry& g) const {
+    const int64_t c = plan_.channels, h = g.out_h, w = g.out_w;
+    return plan_.layout == Layout::kNCHW ? ir::Shape{c, h, w} : ir::Shape{h, w, c};
   }
 
   std::string where_;
   std::vector<std::filesystem::path> files_;
   ImageOptions options_;
-  int64_t first_h_, first_w_;
+  std::vector<std::pair<int32_t, int32_t>> sizes_;  // each file's height and width
   ImagePlan plan_;
-  Geometry geometry_;
+  ShapeTable shapes_;
 };
 
 }  // namespace
@@ -115,12 +123,13 @@ Expected<std::unique_ptr<SampleReader>> make_image_reader(
   if (!options.crop.empty() && options.crop.size() != 2) return invalid_input("--crop takes H,W");
   if (!(options.scale > 0)) return invalid_input("--scale must be positive");
   // Headers only, every file: an unreadable image fails now rather than mid-calibration.
-  int64_t h = 0, w = 0;
-  for (size_t i = 0; i < files.size(); ++i) {
-    PTQ_ASSIGN_OR_RETURN(auto size, image_size(files[i]));
-    if (i == 0) std::tie(h, w) = size;
+  std::vector<std::pair<int32_t, int32_t>> sizes;
+  for (const auto& file : files) {
+    PTQ_ASSIGN_OR_RETURN(auto size, image_size(file));
+    sizes.emplace_back(static_cast<int32_t>(size.first), static_cast<int32_t>(size.second));
   }
-  auto reader = std::make_unique<ImageReader>(std::move(where), std::move(files), options, h, w);
+  auto reader =
+      std::make_unique<ImageReader>(std::move(where), std::move(files), options, std::move(sizes));
   PTQ_RETURN_IF_ERROR(reader->init());
   return std::unique_ptr<SampleReader>(std::move(reader));
 }

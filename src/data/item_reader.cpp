@@ -1,5 +1,4 @@
-// ItemsReader and its three kinds: a contiguous array in one file, one .npy per file, one
-// TensorProto .pb per file.
+// ItemsReader and its two kinds: a contiguous array in one file, one TensorProto .pb per file.
 #include <cstring>
 
 #include "npy.h"
@@ -80,31 +79,6 @@ class ContiguousReader final : public ItemsReader {
   bool swap_;
 };
 
-class NpyFilesReader final : public ItemsReader {
- public:
-  NpyFilesReader(std::string where, ir::DType dtype, ir::Shape item_shape,
-                 std::vector<std::filesystem::path> files)
-      : ItemsReader(std::move(where), dtype, std::move(item_shape),
-                    static_cast<int64_t>(files.size()), false),
-        files_(std::move(files)) {}
-
- protected:
-  Status read_from_item(int64_t item, int64_t j, void* dst) const override {
-    const auto& path = files_[static_cast<size_t>(item)];
-    PTQ_ASSIGN_OR_RETURN(File f, File::open(path));
-    PTQ_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(f, 0, f.size(), f.name()));
-    if (h.dtype != dtype_ || h.shape != item_shape_) {
-      return invalid_input("'{}' holds {} {} but the folder's first file holds {} {}",
-                           path.string(), ir::dtype_name(h.dtype), ir::shape_str(h.shape),
-                           ir::dtype_name(dtype_), ir::shape_str(item_shape_));
-    }
-    return read_stored(f, h.data_offset, h.swap, 0, j, dst);
-  }
-
- private:
-  std::vector<std::filesystem::path> files_;
-};
-
 class PbFilesReader final : public ItemsReader {
  public:
   PbFilesReader(std::string where, ir::DType dtype, ir::Shape item_shape,
@@ -142,28 +116,6 @@ std::unique_ptr<SampleReader> make_contiguous_reader(File file, std::string wher
                                                      ir::Shape item_shape, int64_t items) {
   return std::make_unique<ContiguousReader>(std::move(file), std::move(where), offset, dtype, swap,
                                             std::move(item_shape), items);
-}
-
-Expected<std::unique_ptr<SampleReader>> make_npy_files_reader(
-    std::string where, std::vector<std::filesystem::path> files) {
-  // Every header now (a few hundred bytes each), so a bad file fails before any work starts.
-  ir::DType dtype = ir::DType::kUndefined;
-  ir::Shape shape;
-  for (size_t i = 0; i < files.size(); ++i) {
-    PTQ_ASSIGN_OR_RETURN(File f, File::open(files[i]));
-    PTQ_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(f, 0, f.size(), f.name()));
-    if (i == 0) {
-      dtype = h.dtype;
-      shape = h.shape;
-    } else if (h.dtype != dtype || h.shape != shape) {
-      return invalid_input("'{}' holds {} {} but '{}' holds {} {}: every file of a folder "
-                           "source needs the same dtype and shape",
-                           files[i].string(), ir::dtype_name(h.dtype), ir::shape_str(h.shape),
-                           files[0].string(), ir::dtype_name(dtype), ir::shape_str(shape));
-    }
-  }
-  return std::unique_ptr<SampleReader>(
-      std::make_unique<NpyFilesReader>(std::move(where), dtype, shape, std::move(files)));
 }
 
 Expected<std::unique_ptr<SampleReader>> make_pb_files_reader(

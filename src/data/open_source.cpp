@@ -87,11 +87,38 @@ Expected<std::unique_ptr<SampleReader>> open_npz_member(const File& zip, const Z
   return make_deflated_member_reader(std::move(own), m, at, h, what);
 }
 
+// The members of np.savez(f, *records) in record order: arr_0.npy .. arr_{N-1}.npy, N > 1;
+// empty for any other set of names.
+std::vector<ZipMember> positional_members(const std::vector<ZipMember>& members) {
+  if (members.size() < 2) return {};
+  std::vector<ZipMember> out(members.size());
+  for (const ZipMember& m : members) {
+    const std::string& n = m.name;
+    if (!n.starts_with("arr_") || !n.ends_with(".npy") || n.size() > 16) return {};
+    const std::string digits = n.substr(4, n.size() - 8);
+    if (digits.empty() || (digits.size() > 1 && digits[0] == '0') ||
+        !std::all_of(digits.begin(), digits.end(),
+                     [](unsigned char c) { return std::isdigit(c); })) {
+      return {};
+    }
+    const auto k = static_cast<size_t>(std::stoll(digits));
+    if (k >= out.size() || !out[k].name.empty()) return {};
+    out[k] = m;
+  }
+  return out;
+}
+
 Expected<Source> open_npz(Source src) {
   src.kind = Source::Kind::kNpz;
   PTQ_ASSIGN_OR_RETURN(File zip, File::open(src.path));
   PTQ_ASSIGN_OR_RETURN(std::vector<ZipMember> members, list_zip(zip));
   if (members.empty()) return invalid_input("empty source: '{}' holds no arrays", src.path);
+  if (std::vector<ZipMember> records = positional_members(members); !records.empty()) {
+    src.kind = Source::Kind::kRecords;
+    PTQ_ASSIGN_OR_RETURN(auto reader, make_npz_records_reader(std::move(zip), std::move(records)));
+    src.entries.push_back({"", std::move(reader)});
+    return src;
+  }
   for (const ZipMember& m : members) {
     if (!m.name.ends_with(".npy")) {
       return invalid_input("'{}': member '{}' is not a .npy array", src.path, m.name);

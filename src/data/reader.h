@@ -14,6 +14,7 @@
 #include "ptq/data.h"
 #include "ptq/ir.h"
 #include "ptq/status.h"
+#include "shape_table.h"
 #include "zip.h"
 
 namespace ptq::data {
@@ -24,7 +25,14 @@ class SampleReader {
   // The file or folder (or zip member) the samples come from, for messages.
   virtual const std::string& where() const = 0;
   virtual ir::DType dtype() const = 0;
+  // One record's shape; where records differ (shape_count() > 1), the first record's with -1
+  // on every dim that varies.
   virtual ir::Shape sample_shape() const = 0;
+  // Records of several shapes (a folder of .npy files, images of their own sizes): the
+  // distinct shapes, in order of first appearance, and the index among them of record i.
+  virtual int64_t shape_count() const { return 1; }
+  virtual ir::Shape shape_at(int64_t /*k*/) const { return sample_shape(); }
+  virtual int64_t shape_of(int64_t /*i*/) const { return 0; }
   // Shape of one stored item (an array, a file's tensor, a decoded image) before adapt().
   virtual ir::Shape item_shape() const = 0;
   // True for data ptqkit makes itself (images): it feeds any float input without --cast.
@@ -34,13 +42,13 @@ class SampleReader {
   // `record_rank` (-1: unknown, keep the default), so an item is one record or, one rank
   // higher, records stacked on its first axis. Images take their geometry here.
   virtual Status adapt(const ir::ValueInfo& input, int64_t record_rank) = 0;
-  // Reads sample i (0 <= i < count()) into dst: num_elements(sample_shape()) elements of
-  // dtype(), native byte order. Thread-safe.
+  // Reads sample i (0 <= i < count()) into dst: num_elements(shape_at(shape_of(i))) elements
+  // of dtype(), native byte order. Thread-safe.
   virtual Status read(int64_t i, void* dst) const = 0;
 };
 
 // Items of one dtype and shape. An item is one sample, or, "stacked", item_shape[0] samples
-// along its first axis. Arrays and raw files default to stacked, folders to one sample a file.
+// along its first axis. Arrays and raw files default to stacked, .pb folders to one sample a file.
 class ItemsReader : public SampleReader {
  public:
   const std::string& where() const override { return where_; }
@@ -79,9 +87,15 @@ std::unique_ptr<SampleReader> make_deflated_member_reader(File zip, ZipMember me
                                                           int64_t data_offset,
                                                           const NpyHeader& header,
                                                           std::string where);
-// One item per .npy file (headers are read now; data when asked).
+// One item per .npy file (headers are read now; data when asked). The files may differ in
+// shape (not in dtype or rank): each is then a record of its own shape, or stacked records.
 Expected<std::unique_ptr<SampleReader>> make_npy_files_reader(
     std::string where, std::vector<std::filesystem::path> files);
+// One item per member of an .npz written by np.savez(f, *records) (members arr_0 .. arr_N-1):
+// the members' headers are read now (deflated ones by inflating their first bytes), a
+// member's data when asked. Shapes may differ as in make_npy_files_reader.
+Expected<std::unique_ptr<SampleReader>> make_npz_records_reader(File zip,
+                                                                std::vector<ZipMember> members);
 // One item per TensorProto .pb file (the first is parsed now, the rest when asked).
 Expected<std::unique_ptr<SampleReader>> make_pb_files_reader(
     std::string where, std::vector<std::filesystem::path> files, std::string* first_name);
@@ -98,6 +112,7 @@ struct Source {
   enum class Kind {
     kSingle,   // one unnamed input: a .npy/.bin/.pb file, a folder of files, images
     kNpz,      // one input per member, named by the member
+    kRecords,  // one unnamed input, a record per member: an npz of arr_0 .. arr_N-1 (N > 1)
     kBackend,  // ONNX backend test_data_set_*: input_k.pb, named or positional
   };
   struct Entry {

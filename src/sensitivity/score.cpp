@@ -74,7 +74,7 @@ Status Evaluator::Tally::add(const Evaluator& ev, int64_t batch,
       PTQ_ASSIGN_OR_RETURN(std::vector<int64_t> top, metrics::argmax_rows(outputs.front().second));
       std::vector<int64_t> truth;
       if (ev.has_labels()) {
-        const size_t first = static_cast<size_t>(batch * ev.data().batch_size());
+        const auto first = static_cast<size_t>(ev.data().batch_first(batch));
         truth.assign(ev.labels_.begin() + static_cast<std::ptrdiff_t>(first),
                      ev.labels_.begin() + static_cast<std::ptrdiff_t>(first + top.size()));
       } else {

@@ -133,6 +133,39 @@ TEST(Image, NoResizeKeepsPixelsAndFeedsFloat16) {
   EXPECT_NEAR(g, px->data<uint8_t>()[(4 * 30 + 7) * 3 + 1] / 255.0, 1e-3);
 }
 
+// Each image at its own size, or its shorter side resized (aspect kept), for a model with
+// dynamic height and width: one batch per size, each equal to the reference pipeline.
+TEST(Image, DynamicSizeModelTakesEachImagesOwnSizeOrAspect) {
+  const ir::Graph g = graph_of({input("x", DType::kFloat32,
+                                      {ir::Dim::symbol("n"), ir::Dim::of(3), ir::Dim::symbol("h"),
+                                       ir::Dim::symbol("w")})});
+  const std::vector<std::vector<ir::Shape>> shapes{{{3, 37, 53}, {3, 48, 40}, {3, 30, 30}},
+                                                   {{3, 24, 34}, {3, 28, 24}, {3, 24, 24}}};
+  for (size_t r = 0; r < 2; ++r) {
+    DatasetSpec spec = spec_of({(fixtures() / "images").string()});
+    if (r == 1) spec.image.resize = {24};
+    spec.batch = 4;
+    Dataset ds = open_bound(spec, g);
+    EXPECT_EQ(ds.inputs()[0].sample_shape, (ir::Shape{3, -1, -1}));
+    ASSERT_EQ(ds.num_batches(), 3);
+    for (int64_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(ds.batch_samples(k), 1);
+      auto batch = ds.batch(k);
+      ASSERT_TRUE(batch.has_value()) << batch.status().message();
+      const ir::Shape& w = shapes[r][static_cast<size_t>(k)];
+      EXPECT_EQ((*batch)[0].second.shape(), (ir::Shape{1, w[0], w[1], w[2]}));
+      const ir::Tensor want = reference(r == 1 ? "--resize 24" : "",
+                                        {fixture_images()[static_cast<size_t>(k)]});
+      ASSERT_EQ(want.size(), (*batch)[0].second.size());
+      const float* got = (*batch)[0].second.data<float>();
+      for (int64_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(got[i], want.data<double>()[i], 1e-6 * std::max(1.0, std::abs(
+                                                               want.data<double>()[i])));
+      }
+    }
+  }
+}
+
 TEST(Image, JpegCloseToAnIndependentDecoder) {
   DatasetSpec spec = spec_of({(fixtures() / "jpeg").string()});
   auto ds = Dataset::open(spec);
@@ -149,10 +182,11 @@ TEST(Image, Errors) {
   write_bytes(dir / "bad" / "b.png", "this is not a PNG file at all");
   EXPECT_INVALID(Dataset::open(spec_of({(dir / "bad").string()})), "b.png");
 
-  // Sizes differ and nothing sets one: the second image fails when read, naming itself.
+  // Sizes differ and nothing sets one: two images read as one batch are named with theirs.
   auto mixed = Dataset::open(spec_of({(fixtures() / "images").string()}));
   ASSERT_TRUE(mixed.has_value());
-  EXPECT_INVALID(mixed->read(0, 2), "img_1.png");
+  EXPECT_INVALID(mixed->read(0, 2), "samples 0 and 1 of");
+  EXPECT_INVALID(mixed->read(0, 2), "[3, 37, 53] and [3, 48, 40]");
 
   DatasetSpec crop = spec_of({(fixtures() / "images").string()});
   crop.image.resize = {20, 20};
