@@ -237,9 +237,35 @@ class WhisperEncoder(nn.Module):
         return self.norm(x)
 
 
+class LstmTagger(nn.Module):
+    """A two-layer bidirectional LSTM tagging every frame of a feature sequence (speech, OCR)."""
+
+    def __init__(self, feats=20, hidden=32, classes=10):
+        super().__init__()
+        self.lstm = nn.LSTM(feats, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(2 * hidden, classes)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0])
+
+
+class GruClassifier(nn.Module):
+    """A GRU over a feature sequence, classified from its last state (keyword spotting)."""
+
+    def __init__(self, feats=20, hidden=48, classes=12):
+        super().__init__()
+        self.proj = nn.Linear(feats, hidden)
+        self.gru = nn.GRU(hidden, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        return self.fc(self.gru(torch.relu(self.proj(x)))[1][0])
+
+
 # ---- the zoo -----------------------------------------------------------------------------
 # name: (family, opset, natural batch, builder, {input: (kind, shape)}, output names)
-# kind "image": float32 NCHW; "features": float32 spectrogram-like; "tokens": int64 ids + mask.
+# kind "image": float32 NCHW; "features": float32 spectrogram-like (or [seq, feats]);
+# "tokens": int64 ids + mask.
 
 def torchvision_model(name, **kwargs):
     return lambda: getattr(torchvision.models, name)(weights=None, **kwargs)
@@ -280,6 +306,10 @@ ZOO = {
                         {"input": ("features", (80, 3000))}, ["hidden"]),
     "kws_conv1d": ("audio", 11, 32, KeywordSpotter, {"input": ("features", (40, 98))},
                    ["logits"]),
+    "lstm_tagger": ("sequence", 14, 8, LstmTagger, {"input": ("features", (16, 20))},
+                    ["logits"]),
+    "gru_classifier": ("sequence", 14, 8, GruClassifier, {"input": ("features", (16, 20))},
+                       ["logits"]),
 }
 
 

@@ -101,6 +101,12 @@ const std::pair<std::string_view, DataMovement> kMovers[] = {
     {"MaxPool", DataMovement::kWindowMax},
 };
 
+constexpr std::string_view kRecurrent =
+    "recurrent op: stays float (TensorRT does not quantize RNN weights or inputs)";
+const std::pair<std::string_view, std::string_view> kFloatOps[] = {
+    {"GRU", kRecurrent}, {"LSTM", kRecurrent}, {"RNN", kRecurrent},
+};
+
 bool op_in(const Node& node, std::initializer_list<std::string_view> ops) {
   if (!node.in_default_domain()) return false;
   return std::find(ops.begin(), ops.end(), node.op_type) != ops.end();
@@ -186,6 +192,14 @@ std::vector<size_t> data_inputs(const Node& node) {
     if (!node.inputs[i].empty()) all.push_back(i);
   }
   return all;
+}
+
+std::optional<std::string_view> float_reason(const Node& node) {
+  if (!node.in_default_domain()) return std::nullopt;
+  for (const auto& [op, reason] : kFloatOps) {
+    if (op == node.op_type) return reason;
+  }
+  return std::nullopt;
 }
 
 bool is_pool(const Node& node) {

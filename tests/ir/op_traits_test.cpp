@@ -196,3 +196,15 @@ TEST(OpTraits, PoolsAndFusableActivations) {
   EXPECT_TRUE(is_fusable_activation(op("Clip", {"x"})));
   EXPECT_FALSE(is_fusable_activation(op("Softmax", {"x"})));
 }
+
+TEST(OpTraits, RecurrentOpsStayFloat) {
+  for (const char* type : {"LSTM", "GRU", "RNN"}) {
+    ASSERT_TRUE(float_reason(op(type, {"x", "w", "r"})).has_value()) << type;
+    EXPECT_NE(float_reason(op(type, {"x", "w", "r"}))->find("recurrent"), std::string::npos);
+    EXPECT_FALSE(is_weighted_op(op(type, {"x", "w", "r"}))) << type;
+  }
+  EXPECT_FALSE(float_reason(op("MatMul", {"x", "w"})).has_value());
+  Node custom = op("LSTM", {"x", "w", "r"});
+  custom.domain = "com.example";
+  EXPECT_FALSE(float_reason(custom).has_value());
+}

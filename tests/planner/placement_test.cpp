@@ -264,5 +264,37 @@ TEST(Placement, SmallConvsAndMatrixVectorStayFloatByDefault) {
   EXPECT_TRUE(q->node("mv")->quantized);
 }
 
+//   x[4,2,8] ─► MatMul(W1) ─► h ─► LSTM(W, R, hidden 4) ─► Y[4,1,2,4] ─► MatMul(W2) ─► y
+// Both targets: the LSTM stays float, no Q/DQ on its input or its W and R (ORT would otherwise
+// put the first MatMul's output Q/DQ on it); the MatMul after it reads Y quantized.
+TEST(Placement, RecurrentOpsStayFloat) {
+  for (Target target : {Target::kTensorRT, Target::kOrt}) {
+    Builder b;
+    b.input("x", {4, 2, 8});
+    b.node("MatMul", "mm1", {"x", b.weight("w1", {8, 8})}, {"h"});
+    ir::Node& lstm = b.node("LSTM", "lstm", {"h", b.weight("W", {1, 16, 8}),
+                                             b.weight("R", {1, 16, 4})}, {"Y"});
+    lstm.set_attr(ir::int_attr("hidden_size", 4));
+    b.node("MatMul", "mm2", {"Y", b.weight("w2", {4, 3})}, {"y"});
+    b.output("y");
+    b.shape("h", {4, 2, 8});
+    b.shape("Y", {4, 1, 2, 4});
+    PlanOptions options;
+    options.target = target;
+    auto p = plan(b.model, b.table(), options);
+    ASSERT_TRUE(p.has_value()) << p.status().message();
+    EXPECT_FALSE(p->node("lstm")->quantized);
+    EXPECT_NE(p->node("lstm")->reason.find("recurrent op"), std::string::npos);
+    EXPECT_TRUE(p->node("mm2")->quantized) << p->node("mm2")->reason;
+
+    quantize_ok(b.model, b.table(), options);
+    const ir::Model& m = b.model;
+    for (size_t slot = 0; slot < 3; ++slot) EXPECT_EQ(dq_at(m, "lstm", slot), nullptr) << slot;
+    EXPECT_EQ(m.graph.initializer("W")->dtype(), ir::DType::kFloat32);
+    EXPECT_EQ(m.graph.initializer("R")->dtype(), ir::DType::kFloat32);
+    EXPECT_EQ(quantized_source(m, "mm2", 0), "Y");
+  }
+}
+
 }  // namespace
 }  // namespace ptq::planner::testing

@@ -12,7 +12,7 @@ namespace ptq::zoo {
 
 struct Model {
   std::string name;
-  std::string family;  // cnn, dense, transformer, audio
+  std::string family;  // cnn, dense, transformer, audio, sequence
   int opset = 0;
   int batch = 0;  // the model's natural batch
   std::vector<std::string> inputs;

@@ -95,10 +95,11 @@ bool quick(const Model& m) {
   return names.count(m.name) > 0;
 }
 
+// The sequence models' LSTM and GRU have no Vulkan kernel: --strict refuses them.
 std::vector<Model> models_where(bool want_quick) {
   std::vector<Model> out;
   for (const Model& m : models()) {
-    if (quick(m) == want_quick) out.push_back(m);
+    if (m.family != "sequence" && quick(m) == want_quick) out.push_back(m);
   }
   return out;
 }
