@@ -38,7 +38,6 @@
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
 #include "ptq/planner.h"
-#include "ptq/report.h"
 #include "ptq/runtime.h"
 
 namespace ptq::apps {
@@ -103,11 +102,6 @@ Expected<planner::PlanOptions> plan_options(const QuantizeOptions& o) {
   return p;
 }
 
-int64_t count_op(const ir::Model& model, std::string_view op) {
-  return std::count_if(model.graph.nodes.begin(), model.graph.nodes.end(),
-                       [&](const ir::Node& n) { return n.op_type == op; });
-}
-
 int64_t weight_bytes(const ir::Model& model) {
   int64_t total = 0;
   for (const ir::Initializer& i : model.graph.initializers()) total += static_cast<int64_t>(i.tensor.nbytes());
@@ -130,23 +124,10 @@ int64_t file_bytes(const fs::path& p) {
 // plain version raise is not enough.
 Status prepare_model(ir::Model& model, const QuantizeOptions& o, calibration::ModelForms& forms,
                      const GlobalOptions& global) {
-  if (planner::has_quantization(model)) {
-    if (!o.requantize) {
-      return invalid_input("{} is already quantized ({} QuantizeLinear, {} DequantizeLinear); "
-                           "--requantize strips its Q/DQ and quantizes it again",
-                           o.model, count_op(model, "QuantizeLinear"),
-                           count_op(model, "DequantizeLinear"));
-    }
-    PTQ_ASSIGN_OR_RETURN(int64_t removed, planner::strip_qdq(model));
-    warn(global, fmt::format("--requantize: removed {} quantization node(s) from {}", removed, o.model));
-    forms.add(model);
-  }
-  const int64_t opset = model.opset();
-  if (opset < 13 && !planner::check_opset_upgradable(model).is_ok()) {
-    PTQ_RETURN_IF_ERROR(onnx::convert_opset(model, 13));
-    warn(global, fmt::format("converted {} from opset {} to 13 (libonnx version converter)", o.model, opset));
-    forms.add(model);
-  }
+  std::vector<std::string> notes;
+  PTQ_RETURN_IF_ERROR(
+      calibration::prepare_for_planning(model, o.model, o.requantize, forms, notes));
+  for (const std::string& n : notes) warn(global, n);
   return Status::ok();
 }
 
@@ -283,18 +264,13 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   }
   PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
 
-  plan.method = table.method;
-  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
   plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
   const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
-  PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
-      model, shape_sources(o, fed, table, std::move(flag_shapes)), *cpu, threads, plan));
-  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
+  PTQ_ASSIGN_OR_RETURN(
+      planner::QuantizeResult result,
+      calibration::quantize_model(model, table, shape_sources(o, fed, table, std::move(flag_shapes)),
+                                  *cpu, threads, plan));
   for (const std::string& w : result.warnings) warn(global, w);
-  for (const std::string& w : report::clipping_warnings(model, table)) warn(global, w);
-  if (Status s = onnx::check_model(model); !s.is_ok()) {
-    return runtime_error("the quantized model fails the ONNX check (a ptqkit bug): {}", s.message());
-  }
   onnx::SaveOptions so;
   so.external_data = o.external_data;
   PTQ_RETURN_IF_ERROR(onnx::save_model(model, o.out, so));

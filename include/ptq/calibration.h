@@ -172,6 +172,27 @@ onnx::InputShapes fed_shapes(const data::Dataset& dataset);
 Status resolve_plan_shapes(const ir::Model& model, const std::vector<ShapeSource>& sources,
                            runtime::Backend& backend, int threads, planner::PlanOptions& plan);
 
+// ---- quantizing -------------------------------------------------------------------------------
+// What `ptq quantize` and the Python module's quantize_static do around planner::quantize.
+
+// Makes `model` (named `name` in messages) plannable: a model holding Q/DQ is refused unless
+// `requantize` (its Q/DQ is stripped); one below opset 13 whose ops changed meaning on the way
+// is converted (onnx::convert_opset). Each new form is added to `forms` (so its cache is
+// accepted) and each change is described in one line of `notes` (warnings to show).
+Status prepare_for_planning(ir::Model& model, std::string_view name, bool requantize,
+                            ModelForms& forms, std::vector<std::string>& notes);
+
+// Quantizes the prepared `model` in place with `table`: records the table's method and the
+// hash of its JSON form in `plan`, resolves the shapes planning needs from `shapes`
+// (resolve_plan_shapes on `backend` with `threads`), plans and applies Q/DQ, adds the
+// warnings for ranges that clip much of their tensor (report::clipping_warnings) to the
+// result's, and checks the model (a failure is a runtime error: a ptqkit bug).
+Expected<planner::QuantizeResult> quantize_model(ir::Model& model,
+                                                 const calib::CalibrationTable& table,
+                                                 const std::vector<ShapeSource>& shapes,
+                                                 runtime::Backend& backend, int threads,
+                                                 planner::PlanOptions plan);
+
 // This build's version (PTQ_VERSION_STRING, ptq/version.h).
 std::string_view ptqkit_version();
 
