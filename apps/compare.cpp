@@ -36,97 +36,51 @@ struct CompareOptions {
   bool json = false;
 };
 
-// For each output of A, the index of the matching output of B.
-Expected<std::vector<size_t>> match_outputs(const ir::Model& a, const ir::Model& b,
-                                            const CompareOptions& o) {
-  std::vector<size_t> map;
-  for (const ir::ValueInfo& out : a.graph.outputs) {
-    auto it = std::find_if(b.graph.outputs.begin(), b.graph.outputs.end(),
-                           [&](const ir::ValueInfo& v) { return v.name == out.name; });
-    if (it == b.graph.outputs.end()) break;
-    map.push_back(static_cast<size_t>(it - b.graph.outputs.begin()));
-  }
-  if (map.size() == a.graph.outputs.size()) return map;
-  if (a.graph.outputs.size() != b.graph.outputs.size()) {
-    return invalid_input("{} has {} outputs and {} has {}, not matched by name either", o.model_a,
-                         a.graph.outputs.size(), o.model_b, b.graph.outputs.size());
-  }
-  map.clear();
-  for (size_t i = 0; i < a.graph.outputs.size(); ++i) map.push_back(i);
-  return map;
-}
-
-struct Tally {
-  std::vector<metrics::Agreement> outputs;
-  bool classifier = true;  // the first output has rows of scores
-  int64_t top1_same = 0;
-  int64_t samples = 0;
-};
-
-Status add_batch(const runtime::NamedTensors& ra, const runtime::NamedTensors& rb,
-                 const std::vector<size_t>& map, Tally& t) {
-  for (size_t i = 0; i < map.size(); ++i) {
-    const auto& [name, ta] = ra[i];
-    if (Status s = t.outputs[i].add(ta, rb[map[i]].second); !s.is_ok()) {
-      return invalid_input("output '{}': {}", name, s.message());
-    }
-  }
-  const ir::Tensor& first_a = ra.front().second;
-  t.classifier = t.classifier && first_a.rank() >= 2;
-  if (t.classifier) {
-    PTQ_ASSIGN_OR_RETURN(std::vector<int64_t> top_a, metrics::argmax_rows(first_a));
-    PTQ_ASSIGN_OR_RETURN(std::vector<int64_t> top_b, metrics::argmax_rows(rb[map[0]].second));
-    for (size_t i = 0; i < top_a.size(); ++i) t.top1_same += top_a[i] == top_b[i] ? 1 : 0;
-  }
-  t.samples += first_a.rank() > 0 ? first_a.dim(0) : 0;
-  return Status::ok();
-}
-
 // JSON has no infinity or NaN: such metrics are written as the strings "inf", "-inf", "nan".
 nlohmann::ordered_json json_metric(double v) {
   if (std::isfinite(v)) return v;
   return metrics::format_metric(v, 0);
 }
 
-void print_result(const ir::Model& a, const Tally& t, const CompareOptions& o) {
+void print_result(const metrics::OutputComparison& t, const CompareOptions& o) {
   if (o.json) {
     nlohmann::ordered_json j;
     j["model_a"] = o.model_a;
     j["model_b"] = o.model_b;
-    j["samples"] = t.samples;
+    j["samples"] = t.samples();
     j["outputs"] = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < t.outputs.size(); ++i) {
-      const metrics::Agreement& m = t.outputs[i];
-      j["outputs"].push_back({{"name", a.graph.outputs[i].name},
+    for (size_t i = 0; i < t.outputs().size(); ++i) {
+      const metrics::Agreement& m = t.outputs()[i];
+      j["outputs"].push_back({{"name", t.names()[i]},
                               {"cosine", json_metric(m.cosine())},
                               {"sqnr_db", json_metric(m.sqnr_db())},
                               {"max_abs_diff", json_metric(m.max_abs_diff())},
                               {"rel_l2", json_metric(m.rel_l2())}});
     }
-    if (t.classifier && t.samples > 0) {
-      j["top1_agreement"] = static_cast<double>(t.top1_same) / static_cast<double>(t.samples);
-      j["top1_same"] = t.top1_same;
+    if (t.classifier() && t.samples() > 0) {
+      j["top1_agreement"] = static_cast<double>(t.top1_same()) / static_cast<double>(t.samples());
+      j["top1_same"] = t.top1_same();
     } else {
       j["top1_agreement"] = nullptr;
     }
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  fmt::print("{} (A) vs {} (B): {} samples\n", o.model_a, o.model_b, t.samples);
+  fmt::print("{} (A) vs {} (B): {} samples\n", o.model_a, o.model_b, t.samples());
   size_t width = 6;
-  for (const ir::ValueInfo& v : a.graph.outputs) width = std::max(width, v.name.size());
+  for (const std::string& name : t.names()) width = std::max(width, name.size());
   fmt::print("  {:<{}}  {:>10}  {:>10}  {:>12}\n", "output", width, "cosine", "SQNR (dB)",
              "max abs diff");
-  for (size_t i = 0; i < t.outputs.size(); ++i) {
-    const metrics::Agreement& m = t.outputs[i];
-    fmt::print("  {:<{}}  {:>10}  {:>10}  {:>12}\n", a.graph.outputs[i].name, width,
+  for (size_t i = 0; i < t.outputs().size(); ++i) {
+    const metrics::Agreement& m = t.outputs()[i];
+    fmt::print("  {:<{}}  {:>10}  {:>10}  {:>12}\n", t.names()[i], width,
                metrics::format_metric(m.cosine(), 6), metrics::format_metric(m.sqnr_db(), 2),
                fmt::format("{:.6g}", m.max_abs_diff()));
   }
-  if (t.classifier && t.samples > 0) {
+  if (t.classifier() && t.samples() > 0) {
     fmt::print("  top-1 agreement: {:.2f}% ({}/{})\n",
-               100.0 * static_cast<double>(t.top1_same) / static_cast<double>(t.samples),
-               t.top1_same, t.samples);
+               100.0 * static_cast<double>(t.top1_same()) / static_cast<double>(t.samples()),
+               t.top1_same(), t.samples());
   }
 }
 
@@ -135,8 +89,8 @@ Status compare_command(CompareOptions& o, const GlobalOptions& global) {
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(ir::Model a, onnx::load_model(o.model_a));
   PTQ_ASSIGN_OR_RETURN(ir::Model b, onnx::load_model(o.model_b));
-  if (a.graph.outputs.empty()) return invalid_input("{} has no outputs", o.model_a);
-  PTQ_ASSIGN_OR_RETURN(std::vector<size_t> map, match_outputs(a, b, o));
+  PTQ_ASSIGN_OR_RETURN(metrics::OutputComparison tally,
+                       metrics::OutputComparison::create(a.graph, b.graph, o.model_a, o.model_b));
   // One dataset per model: each binds the source to its own graph's inputs and dtypes.
   PTQ_ASSIGN_OR_RETURN(data::Dataset da, open_dataset(o.data, a.graph));
   PTQ_ASSIGN_OR_RETURN(data::Dataset db, open_dataset(o.data, b.graph));
@@ -147,19 +101,17 @@ Status compare_command(CompareOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(Engine ea, make_engine(a, o.backend, threads, global.quiet));
   PTQ_ASSIGN_OR_RETURN(Engine eb, make_engine(b, o.backend, threads, global.quiet));
 
-  Tally tally;
-  tally.outputs.resize(map.size());
   ProgressLine line("compare", "samples", da.size(), global.quiet);
   for (int64_t i = 0; i < da.num_batches(); ++i) {
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors in_a, da.batch(i));
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors out_a, ea.executor->run(in_a));
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors in_b, db.batch(i));
     PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors out_b, eb.executor->run(in_b));
-    PTQ_RETURN_IF_ERROR(add_batch(out_a, out_b, map, tally));
-    line.update(tally.samples);
+    PTQ_RETURN_IF_ERROR(tally.add(out_a, out_b));
+    line.update(tally.samples());
   }
   line.finish();
-  print_result(a, tally, o);
+  print_result(tally, o);
   return Status::ok();
 }
 
