@@ -110,18 +110,19 @@ def quantize_static(model_input, model_output, calibration_data_reader,
                     reduce_range=False, activation_type=QuantType.QInt8,
                     weight_type=QuantType.QInt8, nodes_to_quantize=None, nodes_to_exclude=None,
                     use_external_data_format=False, calibrate_method=CalibrationMethod.MinMax,
-                    calibration_providers=None, extra_options=None, *, target="ort",
-                    backend="cpu", cache_out=None, threads=0, batch=0, input_shapes=None,
-                    quiet=False):
+                    calibration_providers=None, extra_options=None, *,
+                    op_types_to_exclude=None, target="ort", backend="cpu", cache_out=None,
+                    threads=0, batch=0, input_shapes=None, quiet=False):
     """Calibrates `model_input` on the reader's data and writes the Q/DQ model `model_output`.
 
     ONNX Runtime's parameters keep their meaning: calibrate_method (MinMax, Entropy,
     Percentile, or ptqkit's names: "mse", its own default elsewhere), per_channel,
-    nodes_to_exclude (names or regexes), op_types_to_exclude, activation_type (QInt8
+    nodes_to_exclude (names or regexes), activation_type (QInt8
     symmetric, QUInt8 asymmetric), use_external_data_format, extra_options (CalibPercentile,
     AddQDQPairToWeight; ActivationSymmetric and WeightSymmetric where they say what ptqkit
     does). calibration_providers is not used: `backend` ("cpu" or "vulkan") runs calibration.
-    ptqkit's own: target ("ort" here, "tensorrt" for TensorRT's placement), cache_out (write
+    Keyword-only: op_types_to_exclude (ModelOpt's name: op types left float); ptqkit's own:
+    target ("ort" here, "tensorrt" for TensorRT's placement), cache_out (write
     the calibration cache), threads, batch, input_shapes ({input: shape} where the model's are
     symbolic), quiet (no progress line). Returns a summary dict (Q/DQ counts, quantized layers,
     tensors left float).
