@@ -35,6 +35,9 @@ T value_or_throw(Expected<T> e) {
   return std::move(e).value();
 }
 
+// Issues a UserWarning (a warnings filter turning it into an error raises it).
+void warn(const std::string& message);
+
 // ---- arrays.cpp: numpy <-> ir::Tensor.
 // The tensor's dtype for a numpy dtype (ptqkit.Error for one it has no DType for).
 ir::DType dtype_of(const py::dtype& dtype);

@@ -12,7 +12,7 @@ namespace ptq::python {
 namespace {
 
 void warn_all(const calib::Warnings& warnings) {
-  for (const std::string& w : warnings) PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1);
+  for (const std::string& w : warnings) warn(w);
 }
 
 Cache load(const std::string& path) {

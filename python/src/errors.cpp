@@ -1,5 +1,6 @@
 // ptqkit.Error: every library failure reaches Python as this RuntimeError subclass, with the
-// library's one-line message (the file, tensor, node or line at fault) and its CLI exit code.
+// library's one-line message (the file, tensor, node or line at fault) and its CLI exit code;
+// the library's warnings as UserWarning.
 #include <algorithm>
 #include <thread>
 
@@ -29,6 +30,10 @@ void throw_if_error(const Status& status) {
   error.attr("code") = status.exit_code();
   PyErr_SetObject(error_type, error.ptr());
   throw py::error_already_set();
+}
+
+void warn(const std::string& message) {
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
 }
 
 Status interrupted() { return runtime_error("interrupted"); }

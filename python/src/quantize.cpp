@@ -38,8 +38,6 @@ struct QuantizeArgs {
   onnx::InputShapes input_shapes;
 };
 
-void warn(const std::string& message) { PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1); }
-
 planner::PlanOptions plan_options(const QuantizeArgs& a) {
   planner::PlanOptions p;
   p.target = value_or_throw(planner::parse_target(a.target));

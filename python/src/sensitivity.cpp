@@ -21,7 +21,7 @@ calib::CalibrationTable table_for(const ir::Model& model, const py::object& data
   if (!cache.empty()) {
     calibration::AcceptedCache accepted = value_or_throw(
         calibration::read_cache_for(model, calibration::ModelForms(model), cache, {}));
-    for (const std::string& w : accepted.warnings) PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1);
+    for (const std::string& w : accepted.warnings) warn(w);
     return std::move(accepted.table);
   }
   std::unique_ptr<PythonData> d = python_data(data, 0, 16);

@@ -6,6 +6,7 @@ built `ptq`, PTQ_SOURCE_DIR at the source tree, PTQ_BUILD_DIR at the build and C
 
 import _thread
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -169,6 +170,9 @@ class ModuleTest(unittest.TestCase):
 
     def test_ctrl_c_stops_calibration_and_writes_nothing(self):
         data = np.repeat(samples(256), 64, axis=0)  # 16384 samples: seconds of work
+        # Python's own handler, whatever the test runner left for SIGINT.
+        self.addCleanup(signal.signal, signal.SIGINT,
+                        signal.signal(signal.SIGINT, signal.default_int_handler))
         timer = threading.Timer(0.2, _thread.interrupt_main)
         timer.start()
         self.addCleanup(timer.cancel)
