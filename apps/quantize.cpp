@@ -266,10 +266,10 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
 
   plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
   const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
-  PTQ_ASSIGN_OR_RETURN(
-      planner::QuantizeResult result,
-      calibration::quantize_model(model, table, shape_sources(o, fed, table, std::move(flag_shapes)),
-                                  *cpu, threads, plan));
+  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result,
+                       calibration::quantize_model(
+                           model, table, shape_sources(o, fed, table, std::move(flag_shapes)),
+                           *cpu, threads, plan));
   for (const std::string& w : result.warnings) warn(global, w);
   onnx::SaveOptions so;
   so.external_data = o.external_data;

@@ -31,8 +31,8 @@ ir::DType dtype_of(const py::dtype& dtype) {
   for (const DTypePair& p : kPairs) {
     if (dtype.kind() == p.kind && dtype.itemsize() == p.bytes) return p.dtype;
   }
-  throw_if_error(invalid_input("numpy dtype {} has no ONNX tensor type ptqkit reads",
-                               dtype_str(dtype)));
+  throw_if_error(
+      invalid_input("numpy dtype {} has no ONNX tensor type ptqkit reads", dtype_str(dtype)));
   return ir::DType::kUndefined;
 }
 
@@ -40,8 +40,8 @@ py::dtype numpy_dtype(ir::DType dtype) {
   for (const DTypePair& p : kPairs) {
     if (p.dtype == dtype) return py::dtype(std::string(1, p.kind) + std::to_string(p.bytes));
   }
-  throw_if_error(invalid_input("a tensor of dtype {} has no numpy form here",
-                               ir::dtype_name(dtype)));
+  throw_if_error(
+      invalid_input("a tensor of dtype {} has no numpy form here", ir::dtype_name(dtype)));
   return {};
 }
 

@@ -3,14 +3,14 @@
 // Each file registers one concept on the module (register_* below, called by module.cpp).
 #pragma once
 
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <vector>
 
-
 #include "bindings.h"
 
 namespace ptq::python {
@@ -49,8 +48,8 @@ py::tuple histogram(const Cache& c, const std::string& name) {
   }
   py::array_t<uint64_t> counts(static_cast<py::ssize_t>(r.histogram.size()));
   std::copy(r.histogram.begin(), r.histogram.end(), counts.mutable_data());
-  py::object edges = py::module_::import("numpy").attr("linspace")(0.0, r.hist_max,
-                                                                   r.histogram.size() + 1);
+  py::object edges =
+      py::module_::import("numpy").attr("linspace")(0.0, r.hist_max, r.histogram.size() + 1);
   return py::make_tuple(counts, edges);
 }
 
@@ -76,13 +75,14 @@ Cache merge(const std::vector<Cache>& shards, const py::object& method, double p
   calib::MethodConfig config;
   const bool recompute = !method.is_none();
   if (recompute) config = method_config(method, percentile);
-  return Cache{value_or_throw(calib::merge_calibrations(tables, recompute ? &config : nullptr,
-                                                        {.force = force}))};
+  return Cache{value_or_throw(
+      calib::merge_calibrations(tables, recompute ? &config : nullptr, {.force = force}))};
 }
 
 py::dict inputs(const Cache& c) {
   py::dict d;
-  for (const auto& [name, shape] : c.table.model.inputs) d[py::str(name)] = py::tuple(py::cast(shape));
+  for (const auto& [name, shape] : c.table.model.inputs)
+    d[py::str(name)] = py::tuple(py::cast(shape));
   return d;
 }
 
@@ -105,21 +105,26 @@ void register_cache(py::module_& m) {
       .def("to_json", [](const Cache& c) { return calib::json_cache_string(c.table); })
       .def_property_readonly("method", [](const Cache& c) { return c.table.method; })
       .def_property_readonly("method_params", [](const Cache& c) { return c.table.method_params; })
-      .def_property_readonly("graph_sha256", [](const Cache& c) { return c.table.model.graph_sha256; })
+      .def_property_readonly("graph_sha256",
+                             [](const Cache& c) { return c.table.model.graph_sha256; })
       .def_property_readonly("inputs", &inputs)
       .def_property_readonly("samples", [](const Cache& c) { return c.table.run.samples; })
       .def_property_readonly("date", [](const Cache& c) { return c.table.run.date; })
-      .def_property_readonly("tensors", [](const Cache& c) {
-        std::vector<std::string> names;
-        for (const auto& [name, r] : c.table.tensors) names.push_back(name);
-        return names;
-      })
-      .def("range", [](const Cache& c, const std::string& name) { return range_dict(find(c, name)); },
-           py::arg("name"), "amax, min, max, scale, count, nonfinite and has_histogram of a tensor.")
+      .def_property_readonly("tensors",
+                             [](const Cache& c) {
+                               std::vector<std::string> names;
+                               for (const auto& [name, r] : c.table.tensors) names.push_back(name);
+                               return names;
+                             })
+      .def(
+          "range",
+          [](const Cache& c, const std::string& name) { return range_dict(find(c, name)); },
+          py::arg("name"), "amax, min, max, scale, count, nonfinite and has_histogram of a tensor.")
       .def("histogram", &histogram, py::arg("name"),
            "(counts, edges) of a tensor's |x| histogram, as numpy.histogram returns them.")
       .def("__len__", [](const Cache& c) { return c.table.tensors.size(); })
-      .def("__contains__", [](const Cache& c, const std::string& n) { return c.table.find(n) != nullptr; })
+      .def("__contains__",
+           [](const Cache& c, const std::string& n) { return c.table.find(n) != nullptr; })
       .def("__repr__", [](const Cache& c) {
         return fmt::format("<CalibrationCache method={} tensors={}>", c.table.method,
                            c.table.tensors.size());

@@ -42,11 +42,10 @@ Cache calibrate(const std::string& model_path, const py::object& data, const py:
 }  // namespace
 
 void register_calibrate(py::module_& m) {
-  m.def("calibrate", &calibrate, py::arg("model"), py::arg("data"),
-        py::arg("method") = py::none(), py::arg("percentile") = 99.99, py::arg("backend") = "cpu",
-        py::arg("threads") = 0, py::arg("batch") = 0, py::arg("samples") = 0,
-        py::arg("all_tensors") = false, py::arg("ignore_nonfinite") = false,
-        py::arg("out") = "", py::arg("quiet") = false,
+  m.def("calibrate", &calibrate, py::arg("model"), py::arg("data"), py::arg("method") = py::none(),
+        py::arg("percentile") = 99.99, py::arg("backend") = "cpu", py::arg("threads") = 0,
+        py::arg("batch") = 0, py::arg("samples") = 0, py::arg("all_tensors") = false,
+        py::arg("ignore_nonfinite") = false, py::arg("out") = "", py::arg("quiet") = false,
         "Measures the activation ranges of `model` on `data` (a CalibrationDataReader, "
         "{input: array} with samples on axis 0, one array, or a path as `ptq --data` takes) and "
         "returns the CalibrationCache; with `out`, also writes it as ptqkit JSON.");

@@ -16,7 +16,8 @@ Engine make_engine(const ir::Model& model, const std::string& backend, int threa
     e.executor = value_or_throw(runtime::Executor::create(model, *e.backend, options));
     return e;
   }
-  if (backend != "vulkan") throw_if_error(usage_error("unknown backend '{}' (cpu or vulkan)", backend));
+  if (backend != "vulkan")
+    throw_if_error(usage_error("unknown backend '{}' (cpu or vulkan)", backend));
 #ifdef PTQ_HAVE_VULKAN
   vulkan::VulkanOptions options;
   options.threads = thread_count(threads);

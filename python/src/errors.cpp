@@ -39,7 +39,8 @@ void warn(const std::string& message) {
 Status interrupted() { return runtime_error("interrupted"); }
 
 int thread_count(int threads) {
-  return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return threads > 0 ? threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace ptq::python

@@ -1,6 +1,5 @@
 // PyInit__ptqkit: the extension behind the ptqkit package (python/ptqkit/__init__.py).
 #include "bindings.h"
-
 #include "ptq/version.h"
 
 PYBIND11_MODULE(_ptqkit, m) {

@@ -2,12 +2,13 @@
 // Ctrl-C: the library calls back after every batch; on the thread that started the work the
 // callback asks Python whether a signal came (PyErr_CheckSignals), and a KeyboardInterrupt
 // stops the run with a Status, so the library unwinds and writes nothing partial.
-#include <thread>
+#include "progress.h"
 
 #include <fmt/format.h>
 
+#include <thread>
+
 #include "bindings.h"
-#include "progress.h"
 
 namespace ptq::python {
 
@@ -34,7 +35,8 @@ calibration::ProgressFn Progress::calibration_fn() {
   return [this](const calibration::Progress& p) -> Status {
     if (p.pass != impl_->stage) {
       impl_->stage = p.pass;
-      impl_->line.set_stage(fmt::format("{} {}/{}", impl_->stage_word, p.pass, p.passes), p.samples_total);
+      impl_->line.set_stage(fmt::format("{} {}/{}", impl_->stage_word, p.pass, p.passes),
+                            p.samples_total);
     }
     impl_->line.update(p.samples_done);
     return impl_->check_signals();

@@ -47,8 +47,9 @@ planner::PlanOptions plan_options(const QuantizeArgs& a) {
   p.per_tensor_weights = !a.per_channel;
   p.weights_float = a.weights_float;
   p.ptqkit_version = std::string(calibration::ptqkit_version());
-  p.shapes_remedy = "give data of full batches, a JSON cache that records input shapes, or "
-                    "input_shapes={NAME: shape}";
+  p.shapes_remedy =
+      "give data of full batches, a JSON cache that records input shapes, or "
+      "input_shapes={NAME: shape}";
   throw_if_error(p.validate());
   return p;
 }
@@ -105,8 +106,9 @@ py::dict summary(const planner::QuantizeResult& r, const calib::CalibrationTable
 
 py::dict quantize(const QuantizeArgs& a) {
   if (a.data.is_none() == a.cache.empty()) {
-    throw_if_error(usage_error("give either data (calibrate now) or cache (reuse a calibration "
-                               "cache)"));
+    throw_if_error(
+        usage_error("give either data (calibrate now) or cache (reuse a calibration "
+                    "cache)"));
   }
   planner::PlanOptions plan = plan_options(a);
   ir::Model model = value_or_throw(onnx::load_model(a.model));
@@ -147,15 +149,33 @@ void register_quantize(py::module_& m) {
          bool weights_float, const std::string& backend, int threads, int64_t batch,
          int64_t samples, const std::string& cache_out, bool requantize, bool force,
          bool external_data, bool quiet, const onnx::InputShapes& input_shapes) {
-        return quantize({model, out, data, cache, method, percentile, target, activation_type,
-                         per_channel, exclude, exclude_op_types, weights_float, backend, threads,
-                         batch, samples, cache_out, requantize, force, external_data, quiet,
+        return quantize({model,
+                         out,
+                         data,
+                         cache,
+                         method,
+                         percentile,
+                         target,
+                         activation_type,
+                         per_channel,
+                         exclude,
+                         exclude_op_types,
+                         weights_float,
+                         backend,
+                         threads,
+                         batch,
+                         samples,
+                         cache_out,
+                         requantize,
+                         force,
+                         external_data,
+                         quiet,
                          input_shapes});
       },
       py::arg("model"), py::arg("out"), py::arg("data") = py::none(), py::arg("cache") = "",
-      py::arg("method") = py::none(), py::arg("percentile") = 99.99,
-      py::arg("target") = "tensorrt", py::arg("activation_type") = "int8",
-      py::arg("per_channel") = true, py::arg("exclude") = std::vector<std::string>{},
+      py::arg("method") = py::none(), py::arg("percentile") = 99.99, py::arg("target") = "tensorrt",
+      py::arg("activation_type") = "int8", py::arg("per_channel") = true,
+      py::arg("exclude") = std::vector<std::string>{},
       py::arg("exclude_op_types") = std::vector<std::string>{}, py::arg("weights_float") = false,
       py::arg("backend") = "cpu", py::arg("threads") = 0, py::arg("batch") = 0,
       py::arg("samples") = 0, py::arg("cache_out") = "", py::arg("requantize") = false,

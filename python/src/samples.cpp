@@ -40,8 +40,8 @@ class ArraySource : public data::SampleSource {
 };
 
 py::array stacked_array(const py::handle& value, const std::string& where) {
-  py::array array = py::array::ensure(py::module_::import("numpy").attr("asarray")(value),
-                                      py::array::c_style);
+  py::array array =
+      py::array::ensure(py::module_::import("numpy").attr("asarray")(value), py::array::c_style);
   if (!array) throw_if_error(invalid_input("{} is not an array", where));
   if (array.ndim() == 0) {
     throw_if_error(invalid_input("{} is a scalar: give samples stacked on a first axis", where));
@@ -66,8 +66,10 @@ py::dict drain_reader(const py::object& reader) {
     py::object item = reader.attr("get_next")();
     if (item.is_none()) break;
     if (!py::isinstance<py::dict>(item)) {
-      throw_if_error(invalid_input("get_next() returned a {}, not a dict of numpy arrays or None "
-                                   "(item {})", type_name(item), k));
+      throw_if_error(
+          invalid_input("get_next() returned a {}, not a dict of numpy arrays or None "
+                        "(item {})",
+                        type_name(item), k));
     }
     const auto dict = item.cast<py::dict>();
     if (k > 0 && dict.size() != parts.size()) {
@@ -77,28 +79,32 @@ py::dict drain_reader(const py::object& reader) {
     for (const auto& [key, value] : dict) {
       const std::string name = py::str(key).cast<std::string>();
       if (k > 0 && parts.count(name) == 0) {
-        throw_if_error(invalid_input("get_next() item {} gives input '{}', which item 0 did not",
-                                     k, name));
+        throw_if_error(
+            invalid_input("get_next() item {} gives input '{}', which item 0 did not", k, name));
       }
       parts[name].append(stacked_array(value, fmt::format("get_next()['{}'] (item {})", name, k)));
     }
   }
-  if (parts.empty()) throw_if_error(invalid_input("the reader gave no data (get_next() gave None)"));
+  if (parts.empty())
+    throw_if_error(invalid_input("the reader gave no data (get_next() gave None)"));
   py::dict stacked;
   for (auto& [name, list] : parts) {
     const py::dtype first = list[0].cast<py::array>().dtype();
     for (size_t k = 1; k < list.size(); ++k) {
       if (!list[k].cast<py::array>().dtype().equal(first)) {
-        throw_if_error(invalid_input("get_next() gives input '{}' as {} in item 0 but {} in "
-                                     "item {}", name, dtype_str(first),
-                                     dtype_str(list[k].cast<py::array>().dtype()), k));
+        throw_if_error(
+            invalid_input("get_next() gives input '{}' as {} in item 0 but {} in "
+                          "item {}",
+                          name, dtype_str(first), dtype_str(list[k].cast<py::array>().dtype()), k));
       }
     }
     try {
       stacked[py::str(name)] = numpy.attr("concatenate")(list, 0);
     } catch (py::error_already_set& e) {
-      throw_if_error(invalid_input("get_next() gives input '{}' in arrays whose shapes differ "
-                                   "beyond the first axis: {}", name, e.what()));
+      throw_if_error(
+          invalid_input("get_next() gives input '{}' in arrays whose shapes differ "
+                        "beyond the first axis: {}",
+                        name, e.what()));
     }
   }
   return stacked;
@@ -129,9 +135,10 @@ std::unique_ptr<PythonData> python_data(const py::object& data, int64_t batch,
   } else if (py::isinstance<py::array>(data)) {
     add_array(*d, "", stacked_array(data, "the array"), "the array");
   } else {
-    throw_if_error(usage_error("data is a {}: give a CalibrationDataReader (get_next()), a dict "
-                               "of numpy arrays, one array, or a path",
-                               type_name(data)));
+    throw_if_error(
+        usage_error("data is a {}: give a CalibrationDataReader (get_next()), a dict "
+                    "of numpy arrays, one array, or a path",
+                    type_name(data)));
   }
   return d;
 }

@@ -1,10 +1,11 @@
 // ptqkit.sensitivity: the partial-PTQ sweep of `ptq sensitivity` (one layer quantized, or all
 // but one) as a function; the result is the report `ptq sensitivity -o` writes, as a dict.
+#include "ptq/sensitivity.h"
+
 #include <optional>
 
 #include "bindings.h"
 #include "ptq/onnx.h"
-#include "ptq/sensitivity.h"
 
 namespace ptq::python {
 
@@ -71,9 +72,9 @@ py::object sensitivity(const std::string& model_path, const py::object& eval_dat
   plan.ptqkit_version = std::string(calibration::ptqkit_version());
   plan.method = table.method;
   plan.shapes_remedy = "give eval data for every input:";
-  throw_if_error(calibration::resolve_plan_shapes(
-      model, {{"the eval data", calibration::fed_shapes(eval)}}, *engine.backend,
-      thread_count(threads), plan));
+  throw_if_error(
+      calibration::resolve_plan_shapes(model, {{"the eval data", calibration::fed_shapes(eval)}},
+                                       *engine.backend, thread_count(threads), plan));
   sens::Evaluator ev = value_or_throw(sens::Evaluator::create(
       model, *engine.backend, eval, label_list.empty() ? nullptr : &label_list,
       {.metric = metric,
@@ -90,7 +91,8 @@ py::object sensitivity(const std::string& model_path, const py::object& eval_dat
   const sens::SweepResult result = value_or_throw(std::move(swept));
   std::optional<sens::Selection> selection;
   if (target_drop) {
-    selection = value_or_throw(sens::select(model, table, ev, plan, result.layers, *target_drop, -1));
+    selection =
+        value_or_throw(sens::select(model, table, ev, plan, result.layers, *target_drop, -1));
   }
   sens::ReportInfo info;
   info.model_path = model_path;

@@ -1,9 +1,9 @@
 // The steps around planner::quantize that every front end takes in the same order (`ptq
 // quantize`, the Python module's quantize_static): the model made plannable, then planned
 // with concrete shapes, quantized, its clipped ranges reported and the result checked.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "ptq/calibration.h"
 #include "ptq/report.h"
@@ -23,14 +23,14 @@ Status prepare_for_planning(ir::Model& model, std::string_view name, bool requan
                             ModelForms& forms, std::vector<std::string>& notes) {
   if (planner::has_quantization(model)) {
     if (!requantize) {
-      return invalid_input("{} is already quantized ({} QuantizeLinear, {} DequantizeLinear); "
-                           "--requantize strips its Q/DQ and quantizes it again",
-                           name, count_op(model, "QuantizeLinear"),
-                           count_op(model, "DequantizeLinear"));
+      return invalid_input(
+          "{} is already quantized ({} QuantizeLinear, {} DequantizeLinear); "
+          "--requantize strips its Q/DQ and quantizes it again",
+          name, count_op(model, "QuantizeLinear"), count_op(model, "DequantizeLinear"));
     }
     PTQ_ASSIGN_OR_RETURN(int64_t removed, planner::strip_qdq(model));
-    notes.push_back(fmt::format("--requantize: removed {} quantization node(s) from {}", removed,
-                                name));
+    notes.push_back(
+        fmt::format("--requantize: removed {} quantization node(s) from {}", removed, name));
     forms.add(model);
   }
   const int64_t opset = model.opset();
