@@ -1,7 +1,9 @@
 # ptqkit: `make demo` and `make test` work on a fresh Debian 12 machine (they install what they need).
-#   make test               Release build in build/, every test
+#   make test               Release build in build/, every test (but the large zoo models on
+#                           Vulkan: make test-zoo-vulkan)
 #   make test SANITIZE=1    the same suite built with AddressSanitizer + UBSan in build-asan/ (CI)
-#   make package            a .deb of the Release build (build/ptqkit_VERSION_ARCH.deb)
+#   make package            a .deb of the portable Release build
+#                           (build-package/ptqkit_VERSION_ARCH.deb)
 # Each target installs only its own dependency sets (scripts/deps/: build, runtime, demo, test).
 SANITIZE   ?= 0
 ifeq ($(SANITIZE),1)
@@ -21,6 +23,7 @@ endif
 # Results do not depend on the wait policy.
 TEST_ENV   += OMP_WAIT_POLICY=passive
 FUZZ_BUILD ?= build-fuzz
+PACKAGE_BUILD ?= build-package
 JOBS       ?= $(shell nproc)
 # Test models and ONNX backend data are generated once and shared by both builds.
 TESTDATA   ?= $(abspath build)/testdata
@@ -28,7 +31,7 @@ CMAKE_ARGS ?=
 # Ninja when installed (install-deps.sh installs it): it schedules the 2-core CI build better.
 GENERATOR  ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: deps build demo test test-asan fuzz-smoke bench bench-zoo accuracy-zoo zoo testdata package clean
+.PHONY: deps build demo test test-zoo-vulkan test-asan fuzz-smoke bench bench-zoo bench-ort-int8 accuracy-zoo zoo testdata package clean
 
 # Every set (a development machine).
 deps:
@@ -52,13 +55,24 @@ demo: build
 
 test: build testdata
 	@bash scripts/install-deps.sh runtime test
-	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800
+	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800 -LE zoo_vulkan_large
+
+# The zoo models `make test` leaves out of tests/zoo/zoo_vulkan_test.cpp (each on Vulkan
+# --strict against the CPU, minutes under ASan on lavapipe); CI runs it after `make test`.
+test-zoo-vulkan: build testdata
+	@bash scripts/install-deps.sh runtime test
+	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 1800 -L zoo_vulkan_large
 
 # The .deb: bin/ptq, its man page, the library, headers, CMake and pkg-config files; it depends
-# on the runtime set and the shared libraries ptq links. The binary is tuned for this machine
-# unless configured with CMAKE_ARGS=-DPTQ_MARCH=x86-64-v2 (or another target).
-package: build
-	cd $(BUILD) && cpack -G DEB
+# on the runtime set and the shared libraries ptq links. It is built portable in
+# $(PACKAGE_BUILD) (-DPTQ_NATIVE=OFF: runs on any x86-64 CPU, the kernels pick AVX-512, AVX2 or
+# the baseline at run time), without tests or benchmarks.
+package:
+	@bash scripts/install-deps.sh build
+	cmake -S . -B $(PACKAGE_BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release -DPTQ_NATIVE=OFF \
+	  -DPTQ_TESTS=OFF -DPTQ_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(PACKAGE_BUILD) -j $(JOBS)
+	cd $(PACKAGE_BUILD) && cpack -G DEB
 
 # The whole test suite under AddressSanitizer + UBSan (what CI runs).
 test-asan:
@@ -83,9 +97,14 @@ zoo: testdata
 bench-zoo: build testdata
 	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/zoo.py $(BUILD) --perf-md docs/PERF.md
 
+# FP32 against U8S8 and S8S8 INT8 under ONNX Runtime's CPU provider for the zoo's CNNs
+# (docs/PERF.md): the measurement behind `--target ort --ort-ep cpu` choosing uint8.
+bench-ort-int8: build testdata
+	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/ort_int8.py $(BUILD) --perf-md docs/PERF.md
+
 # Every calibration method on every zoo model: INT8 SQNR against FP32 (docs/PERF.md).
 accuracy-zoo: build testdata
 	PTQ_TEST_DATA=$(TESTDATA) /usr/bin/python3 bench/accuracy.py $(BUILD) --perf-md docs/PERF.md
 
 clean:
-	rm -rf build build-asan $(FUZZ_BUILD)
+	rm -rf build build-asan $(FUZZ_BUILD) $(PACKAGE_BUILD)

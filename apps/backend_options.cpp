@@ -17,11 +17,40 @@
 
 namespace ptq::apps {
 
-void add_backend_options(CLI::App& app, BackendOptions& options) {
-  app.add_option("--backend", options.backend, "cpu or vulkan")->check(CLI::IsMember({"cpu", "vulkan"}));
-  app.add_option("--device", options.device, "Vulkan device index (see ptq info --devices)")
-      ->check(at_least(0));
+void add_backend_options(CLI::App& app, BackendOptions& options, bool device_list) {
+  app.add_option("--backend", options.backend, "cpu or vulkan")
+      ->check(CLI::IsMember({"cpu", "vulkan"}));
+  if (device_list) {
+    app.add_option_function<std::vector<int>>(
+           "--device",
+           [&options](const std::vector<int>& list) {
+             options.devices = list;
+             options.device = list.front();
+           },
+           "Vulkan device index (see ptq info --devices), or a list 0,1,...: a calibration "
+           "worker per listed device; under mpirun, rank r takes list[r mod length] (default: "
+           "r mod the number of devices)")
+        ->delimiter(',')
+        ->check(at_least(0));
+  } else {
+    app.add_option("--device", options.device, "Vulkan device index (see ptq info --devices)")
+        ->check(at_least(0));
+  }
   app.add_flag("--strict", options.strict, "Vulkan: fail instead of running an op on the CPU");
+  add_cpu_isa_option(app, options.cpu_isa);
+}
+
+void add_cpu_isa_option(CLI::App& app, std::string& cpu_isa) {
+  app.add_option("--cpu-isa", cpu_isa,
+                 "CPU kernels' instruction set: auto (the best this CPU runs), avx512, avx2 or "
+                 "baseline (x86-64)")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "baseline"}));
+}
+
+Expected<runtime::CpuIsa> cpu_isa_option(const std::string& cpu_isa) {
+  PTQ_ASSIGN_OR_RETURN(runtime::CpuIsa isa, runtime::parse_cpu_isa(cpu_isa));
+  PTQ_RETURN_IF_ERROR(runtime::resolve_cpu_isa(isa).status());
+  return isa;
 }
 
 bool vulkan_available() {
@@ -58,16 +87,20 @@ Expected<Engine> make_engine(const ir::Model& model, const BackendOptions& optio
     if (options.strict || options.device != 0) {
       return usage_error("--device and --strict apply to --backend vulkan");
     }
-    e.backend = runtime::make_cpu_backend(cpu_backend_options_from_env());
+    runtime::CpuBackendOptions co = cpu_backend_options_from_env();
+    PTQ_ASSIGN_OR_RETURN(co.isa, cpu_isa_option(options.cpu_isa));
+    e.backend = runtime::make_cpu_backend(co);
     const runtime::ExecutorOptions eo = executor_options_from_env(threads);
     PTQ_ASSIGN_OR_RETURN(e.executor, runtime::Executor::create(model, *e.backend, eo));
     return e;
   }
-  if (options.backend != "vulkan") return usage_error("unknown backend '{}' (cpu or vulkan)", options.backend);
+  if (options.backend != "vulkan")
+    return usage_error("unknown backend '{}' (cpu or vulkan)", options.backend);
 #ifdef PTQ_HAVE_VULKAN
   vulkan::VulkanOptions vo = vulkan_options_from_env();
   vo.device = options.device;
   vo.strict = options.strict;
+  PTQ_ASSIGN_OR_RETURN(vo.cpu.isa, cpu_isa_option(options.cpu_isa));
   vo.threads = threads;
   if (!quiet) {
     vo.on_fallback = [](const std::vector<std::string>& nodes) {
@@ -95,9 +128,51 @@ std::vector<runtime::Executor*> CalibrationEngines::executors() const {
 }
 
 Status check_workers(const BackendOptions& options, int workers) {
-  if (options.backend != "cpu" && workers > 1) return usage_error("--workers applies to --backend cpu");
+  if (options.backend != "cpu" && workers > 1)
+    return usage_error("--workers applies to --backend cpu");
+  if (options.backend == "cpu" && options.devices.size() > 1) {
+    return usage_error("a --device list applies to --backend vulkan");
+  }
   return Status::ok();
 }
+
+Status pick_rank_device(BackendOptions& options, const dist::Communicator& comm) {
+  if (comm.size() == 1 || options.backend != "vulkan") return Status::ok();
+  const auto rank = static_cast<size_t>(comm.rank());
+  if (!options.devices.empty()) {
+    options.device = options.devices[rank % options.devices.size()];
+  } else {
+#ifdef PTQ_HAVE_VULKAN
+    PTQ_ASSIGN_OR_RETURN(std::vector<vulkan::DeviceInfo> all, vulkan::list_vulkan_devices());
+    if (all.empty()) return runtime_error("--backend vulkan: no Vulkan device found");
+    options.device = static_cast<int>(rank % all.size());
+#endif
+  }
+  options.devices = {options.device};
+  return Status::ok();
+}
+
+namespace {
+
+// Worker w's share of `threads` split among n workers (at least one).
+int thread_share(int threads, int n, int w) {
+  return std::max(threads / n + (w < threads % n ? 1 : 0), 1);
+}
+
+// Calibration workers on each listed device after the first (the first is `e.engine`'s).
+Status add_device_workers(CalibrationEngines& e, const ir::Model& model,
+                          const BackendOptions& options, int threads, bool quiet) {
+  const auto n = static_cast<int>(options.devices.size());
+  for (int w = 1; w < n; ++w) {
+    BackendOptions one = options;
+    one.device = options.devices[static_cast<size_t>(w)];
+    PTQ_ASSIGN_OR_RETURN(Engine more, make_engine(model, one, thread_share(threads, n, w), quiet));
+    e.more.push_back(std::move(more.executor));
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
                                                       const BackendOptions& options, int threads,
@@ -105,6 +180,14 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
                                                       EarlyDevice* early) {
   PTQ_RETURN_IF_ERROR(check_workers(options, workers));
   const bool cpu = options.backend == "cpu";
+  if (!cpu && options.devices.size() > 1) {
+    const auto n = static_cast<int>(options.devices.size());
+    CalibrationEngines e;
+    PTQ_ASSIGN_OR_RETURN(e.engine,
+                         make_engine(model, options, thread_share(threads, n, 0), quiet, early));
+    PTQ_RETURN_IF_ERROR(add_device_workers(e, model, options, threads, quiet));
+    return e;
+  }
   if (workers == 0) workers = cpu ? std::clamp(threads / kThreadsPerWorker, 1, kMostWorkers) : 1;
   workers = std::clamp(workers, 1, std::max(threads, 1));
   auto share = [&](int w) { return threads / workers + (w < threads % workers ? 1 : 0); };
@@ -159,11 +242,13 @@ Status print_vulkan_devices(bool json) {
     fmt::print("device {}: {} ({}, Vulkan {}){}\n", d.index, d.name, d.type, d.api_version,
                d.usable ? "" : " [not usable: needs Vulkan 1.2 and a compute queue]");
     if (!d.driver.empty()) fmt::print("  driver:            {}\n", d.driver);
-    fmt::print("  device memory:     {:.1f} GiB\n", static_cast<double>(d.device_local_bytes) / 1073741824.0);
+    fmt::print("  device memory:     {:.1f} GiB\n",
+               static_cast<double>(d.device_local_bytes) / 1073741824.0);
     fmt::print("  subgroup size:     {}\n", d.subgroup_size);
     fmt::print("  shared memory:     {} KiB per workgroup\n", d.max_shared_memory / 1024);
     fmt::print("  storage range:     {} MiB per tensor\n", d.max_storage_buffer_range >> 20);
-    fmt::print("  shaderInt64:       {} ({} histogram bins)\n", yes(d.int64), d.int64 ? "exact" : "float32");
+    fmt::print("  shaderInt64:       {} ({} histogram bins)\n", yes(d.int64),
+               d.int64 ? "exact" : "float32");
     fmt::print("  shaderFloat64:     {}\n", yes(d.float64));
     fmt::print("  cooperative matrix: {} (not used yet)\n", yes(d.cooperative_matrix));
   }

@@ -1,6 +1,8 @@
 // The options every model-running subcommand shares to pick where the model runs:
-// --backend cpu|vulkan, --device N (Vulkan device index, see `ptq info --devices`), --strict
-// (Vulkan: refuse to run any op on the CPU). Builds the Executor those options describe.
+// --backend cpu|vulkan, --device N (Vulkan device index, see `ptq info --devices`; a list
+// N,M,... for calibration workers on several devices, or one per MPI rank), --strict (Vulkan:
+// refuse to run any op on the CPU), --cpu-isa (the CPU kernels' instruction-set level). Builds
+// the Executor those options describe.
 #pragma once
 
 #include <memory>
@@ -9,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ptq/dist.h"
 #include "ptq/ir.h"
 #include "ptq/runtime.h"
 #include "ptq/status.h"
@@ -17,12 +20,26 @@ namespace ptq::apps {
 
 struct BackendOptions {
   std::string backend = "cpu";
-  int device = 0;
+  int device = 0;            // the device an engine opens
+  std::vector<int> devices;  // --device as a list (commands that take one); empty: not given
   bool strict = false;
+  std::string cpu_isa = "auto";
 };
 
-// Adds --backend, --device and --strict to `app`.
-void add_backend_options(CLI::App& app, BackendOptions& options);
+// Adds --backend, --device, --strict and --cpu-isa to `app`. With `device_list`, --device takes
+// a comma-separated list (BackendOptions::devices; device is its first).
+void add_backend_options(CLI::App& app, BackendOptions& options, bool device_list = false);
+
+// The device of this rank of an MPI job on Vulkan: device list[rank mod its length], or
+// without a list, rank mod the number of devices. Nothing to do for one process or the CPU.
+Status pick_rank_device(BackendOptions& options, const dist::Communicator& comm);
+
+// Adds --cpu-isa alone (`ptq info`).
+void add_cpu_isa_option(CLI::App& app, std::string& cpu_isa);
+
+// The CPU instruction-set level --cpu-isa asks for; a usage error for a level above what this
+// CPU runs.
+Expected<runtime::CpuIsa> cpu_isa_option(const std::string& cpu_isa);
 
 // An executor and what it borrows (the CPU backend; the Vulkan executor owns its own state).
 struct Engine {
@@ -72,6 +89,8 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
                                                       int workers, bool quiet,
                                                       EarlyDevice* early = nullptr);
 
+// On Vulkan with a device list, one worker per listed device (an index may repeat: two
+// workers on one device); on the CPU, `workers` as above.
 // A usage error for more than one worker off the CPU; commands check it before they start a
 // device.
 Status check_workers(const BackendOptions& options, int workers);

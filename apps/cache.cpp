@@ -95,9 +95,8 @@ Expected<std::optional<calib::MethodConfig>> method_config(const MethodChoice& m
 Expected<calib::CalibrationTable> read(const std::string& path, bool quiet) {
   calib::Warnings warnings;
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, calib::read_cache(path, &warnings));
-  if (!quiet) {
-    for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-  }
+  (void)quiet;  // -q hides progress only, never warnings
+  for (const std::string& w : warnings) log::warn("{}", w);
   return t;
 }
 
@@ -138,7 +137,8 @@ void show_text(const calib::CalibrationTable& t, const std::string& file, calib:
              params_str(t), t.tensors.size(), t.has_histograms() ? ", with histograms" : "");
   if (!t.model.graph_sha256.empty() || t.model.opset > 0 || !t.model.inputs.empty()) {
     std::vector<std::string> inputs;
-    for (const auto& [name, shape] : t.model.inputs) inputs.push_back(name + " " + shape_str(shape));
+    for (const auto& [name, shape] : t.model.inputs)
+      inputs.push_back(name + " " + shape_str(shape));
     fmt::print("model: graph sha256 {}, opset {}, inputs: {}\n",
                t.model.graph_sha256.empty() ? "unknown" : t.model.graph_sha256, t.model.opset,
                inputs.empty() ? "-" : fmt::format("{}", fmt::join(inputs, ", ")));
@@ -154,9 +154,9 @@ void show_text(const calib::CalibrationTable& t, const std::string& file, calib:
   fmt::print("{:<{}}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>9}  {}\n", "tensor", w, "amax",
              "scale", "min", "max", "count", "nonfinite", "histogram");
   for (const auto& [name, r] : t.tensors) {
-    fmt::print("{:<{}}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>9}  {}\n", name, w, number(r.amax),
-               number(r.scale()), number(r.min), number(r.max), r.count, r.nonfinite,
-               r.has_histogram() ? "yes" : "no");
+    fmt::print("{:<{}}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {:>9}  {}\n", name, w,
+               number(r.amax), number(r.scale()), number(r.min), number(r.max), r.count,
+               r.nonfinite, r.has_histogram() ? "yes" : "no");
   }
 }
 
@@ -164,7 +164,8 @@ void show_json(const calib::CalibrationTable& t, const std::string& file, calib:
   using json = nlohmann::ordered_json;
   auto num = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
   json inputs = json::array();
-  for (const auto& [name, shape] : t.model.inputs) inputs.push_back({{"name", name}, {"shape", shape}});
+  for (const auto& [name, shape] : t.model.inputs)
+    inputs.push_back({{"name", name}, {"shape", shape}});
   json tensors = json::array();
   for (const auto& [name, r] : t.tensors) {
     tensors.push_back({{"name", name}, {"amax", r.amax}, {"scale", r.scale()}, {"min", num(r.min)},
@@ -175,17 +176,22 @@ void show_json(const calib::CalibrationTable& t, const std::string& file, calib:
   for (const auto& [k, v] : t.method_params) params[k] = v;
   json provenance = json::object();
   for (const auto& [k, v] : t.provenance) provenance[k] = v;
-  json j = {{"file", file},
-            {"format", calib::format_name(f)},
-            {"method", t.method},
-            {"params", params},
-            {"model", {{"graph_sha256", t.model.graph_sha256}, {"opset", t.model.opset}, {"inputs", inputs}}},
-            {"calibration",
-             {{"samples", t.run.samples}, {"batch", t.run.batch}, {"backend", t.run.backend},
-              {"ptqkit_version", t.run.ptqkit_version}, {"date", t.run.date},
-              {"ignore_nonfinite", t.run.ignore_nonfinite}}},
-            {"provenance", provenance},
-            {"tensors", tensors}};
+  json j = {
+      {"file", file},
+      {"format", calib::format_name(f)},
+      {"method", t.method},
+      {"params", params},
+      {"model",
+       {{"graph_sha256", t.model.graph_sha256}, {"opset", t.model.opset}, {"inputs", inputs}}},
+      {"calibration",
+       {{"samples", t.run.samples},
+        {"batch", t.run.batch},
+        {"backend", t.run.backend},
+        {"ptqkit_version", t.run.ptqkit_version},
+        {"date", t.run.date},
+        {"ignore_nonfinite", t.run.ignore_nonfinite}}},
+      {"provenance", provenance},
+      {"tensors", tensors}};
   fmt::print("{}\n", j.dump(2));
 }
 
@@ -208,7 +214,8 @@ Status check_command(const CacheOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.check_model));
   calibration::CalibrationOptions co;
   co.all_tensors = o.check_all_tensors;
-  PTQ_ASSIGN_OR_RETURN(std::vector<std::string> expected, calibration::calibration_tensors(model, co));
+  PTQ_ASSIGN_OR_RETURN(std::vector<std::string> expected,
+                       calibration::calibration_tensors(model, co));
   const std::string hash = onnx::graph_hash(model);
   const calib::ModelCheck check = calib::check_model(t, hash, expected);
   if (!check.hash_known) {
@@ -227,7 +234,8 @@ Status check_command(const CacheOptions& o, const GlobalOptions& global) {
   }
   std::vector<std::string> why;
   if (!check.hash_matches) why.push_back("graph hash differs");
-  if (!check.missing.empty()) why.push_back(fmt::format("{} tensor(s) missing", check.missing.size()));
+  if (!check.missing.empty())
+    why.push_back(fmt::format("{} tensor(s) missing", check.missing.size()));
   if (!check.extra.empty()) why.push_back(fmt::format("{} extra tensor(s)", check.extra.size()));
   return invalid_input("cache '{}' does not fit model '{}': {}", o.check_cache, o.check_model,
                        fmt::join(why, ", "));
@@ -236,23 +244,21 @@ Status check_command(const CacheOptions& o, const GlobalOptions& global) {
 // ---- convert / merge ------------------------------------------------------------------------
 
 // --from-qdq: the scales of an existing Q/DQ model (e.g. exported from QAT) as a cache.
-Status convert_from_qdq(const CacheOptions& o, const std::optional<calib::MethodConfig>& method,
-                        const GlobalOptions& global) {
+Status convert_from_qdq(const CacheOptions& o, const std::optional<calib::MethodConfig>& method) {
   if (method) return usage_error("--method cannot recompute a table read from Q/DQ scales");
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.convert_from_qdq));
   std::vector<std::string> warnings;
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, report::qdq_to_table(model, &warnings));
   t.provenance["model"] = o.convert_from_qdq;
-  if (!global.quiet) {
-    for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-  }
+  for (const std::string& w : warnings) log::warn("{}", w);
   return write_output(t, o.convert_out);
 }
 
 Status convert_command(const CacheOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(std::optional<calib::MethodConfig> method, method_config(o.convert_method));
-  if (!o.convert_from_qdq.empty()) return convert_from_qdq(o, method, global);
-  if (o.convert_in.empty()) return usage_error("ptq cache convert: give a CACHE or --from-qdq MODEL");
+  if (!o.convert_from_qdq.empty()) return convert_from_qdq(o, method);
+  if (o.convert_in.empty())
+    return usage_error("ptq cache convert: give a CACHE or --from-qdq MODEL");
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, read(o.convert_in, global.quiet));
   if (method) PTQ_RETURN_IF_ERROR(calib::recalibrate(t, *method));
   return write_output(t, o.convert_out);
@@ -282,13 +288,15 @@ Runner register_cache(CLI::App& app, GlobalOptions& global) {
   show->add_option("cache", o->show_file, "cache file (any format)")->required();
   show->add_flag("--json", o->show_json, "print JSON");
 
-  CLI::App* check = app.add_subcommand("check", "check a cache against a model (exit 3 if it does not fit)");
+  CLI::App* check =
+      app.add_subcommand("check", "check a cache against a model (exit 3 if it does not fit)");
   check->add_option("cache", o->check_cache, "cache file (any format)")->required();
   check->add_option("model", o->check_model, "ONNX model")->required();
   check->add_flag("--all-tensors", o->check_all_tensors,
                   "expect every float activation (a cache made with calibrate --all-tensors)");
 
-  CLI::App* convert = app.add_subcommand("convert", "convert between JSON, TensorRT and ONNX Runtime formats");
+  CLI::App* convert =
+      app.add_subcommand("convert", "convert between JSON, TensorRT and ONNX Runtime formats");
   CLI::Option* convert_in = convert->add_option("cache", o->convert_in, "cache file (any format)");
   convert->add_option("--from-qdq", o->convert_from_qdq,
                       "read the activation scales of a Q/DQ model (e.g. exported from QAT) "

@@ -18,6 +18,7 @@
 #include "backend_options.h"
 #include "command.h"
 #include "data_options.h"
+#include "json_output.h"
 #include "method_options.h"
 #include "phase_times.h"
 #include "progress.h"
@@ -45,6 +46,7 @@ struct CalibrateOptions {
   bool ignore_nonfinite = false;
   bool ranges_only = false;
   std::string ranges;
+  bool json = false;
 };
 
 void report_nonfinite(const calib::CalibrationTable& table) {
@@ -55,8 +57,21 @@ void report_nonfinite(const calib::CalibrationTable& table) {
     total += r.nonfinite;
     where.push_back(fmt::format("{} ({})", name, r.nonfinite));
   }
-  fmt::print(stderr, "ptq calibrate: --ignore-nonfinite skipped {} non-finite value(s){}{}\n", total,
-             where.empty() ? "" : " in ", fmt::join(where, ", "));
+  fmt::print(stderr, "ptq calibrate: --ignore-nonfinite skipped {} non-finite value(s){}{}\n",
+             total, where.empty() ? "" : " in ", fmt::join(where, ", "));
+}
+
+void print_report(const CalibrateOptions& o, const calib::CalibrationTable& table, int64_t samples,
+                  const PhaseTimes& times) {
+  Json written = {{"cache", o.out}};
+  if (!o.trt_cache.empty()) written["trt_cache"] = o.trt_cache;
+  print_json({{"command", "calibrate"},
+              {"model", o.model},
+              {"written", std::move(written)},
+              {"method", table.method},
+              {"samples", samples},
+              {"tensors", calibrated_tensors_json(table)},
+              {"seconds", seconds_json(times)}});
 }
 
 Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
@@ -73,11 +88,13 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
     probe.method = o.ranges_only ? "minmax" : o.method.name;
     PTQ_RETURN_IF_ERROR(calib::trt_cache_string(probe, trt_options).status());
   }
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(co.date, run_date());
 
   PTQ_RETURN_IF_ERROR(check_workers(o.backend, o.workers));
+  PTQ_RETURN_IF_ERROR(pick_rank_device(o.backend, *global.comm));
   PhaseTimes times;
   EarlyDevice early(o.backend);  // opens while the model loads
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
@@ -86,15 +103,14 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   if (!o.ranges.empty()) {
     calib::Warnings warnings;
     PTQ_ASSIGN_OR_RETURN(common, calib::read_cache(o.ranges, &warnings));
-    if (!global.quiet) {
-      for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-    }
+    for (const std::string& w : warnings) log::warn("{}", w);
     co.common_ranges = &*common;
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   times.mark("open data");
-  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines, make_calibration_engines(model, o.backend, threads,
-                                                                           o.workers, global.quiet, &early));
+  PTQ_ASSIGN_OR_RETURN(
+      CalibrationEngines engines,
+      make_calibration_engines(model, o.backend, threads, o.workers, global.quiet, &early));
   times.mark("start backend");
 
   co.all_tensors = o.all_tensors;
@@ -102,6 +118,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   co.ranges_only = o.ranges_only;
   co.threads = threads;
   co.backend = o.backend.backend;
+  co.comm = global.comm;
   ProgressLine line("calibrate", "samples", dataset.size(), global.quiet);
   int stage = 0;
   co.progress = [&](const calibration::Progress& p) -> Status {
@@ -116,6 +133,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
                        calibration::calibrate(model, engines.executors(), dataset, co));
   line.finish();
   times.mark("calibrate");
+  if (global.comm->rank() != 0) return Status::ok();  // rank 0 writes what the ranks measured
   if (o.ignore_nonfinite && !global.quiet) report_nonfinite(table);
 
   PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.out, {.format = calib::CacheFormat::kJson}));
@@ -127,6 +145,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   times.mark("write caches");
   engines = CalibrationEngines{};
   times.mark("release backend");
+  if (o.json) print_report(o, table, dataset.size(), times);
   return Status::ok();
 }
 
@@ -137,7 +156,7 @@ Runner register_calibrate(CLI::App& app, GlobalOptions& global) {
   app.description("compute activation ranges; write the ptqkit JSON cache (and a TensorRT cache)");
   app.add_option("model", o->model, "ONNX model (float)")->required();
   add_data_options(app, o->data, {.default_batch = 16});
-  add_backend_options(app, o->backend);
+  add_backend_options(app, o->backend, true);
   add_method_options(app, o->method, {});
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   add_workers_option(app, o->workers);
@@ -154,6 +173,9 @@ Runner register_calibrate(CLI::App& app, GlobalOptions& global) {
                "sharded phase 1: run the range pass only and write a ranges cache");
   app.add_option("--ranges", o->ranges,
                  "sharded phase 2: bin histograms over this merged ranges cache (ptq cache merge)");
+  app.add_flag("--json", o->json,
+               "print what was written, the calibrated tensors and the phase times as JSON on "
+               "stdout");
   return [o, &global]() { return calibrate_command(*o, global); };
 }
 

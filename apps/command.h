@@ -10,7 +10,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ptq/dist.h"
 #include "ptq/status.h"
+#include "ptq/util/log.h"
 
 namespace ptq::apps {
 
@@ -18,7 +20,12 @@ using Runner = std::function<Status()>;
 
 // Options every subcommand shares.
 struct GlobalOptions {
-  bool quiet = false;
+  bool quiet = false;  // no progress line; warnings still show (--log-level error hides them)
+  std::string log_level = "info";
+  std::string log_file;
+  // The ranks this process shares its work with: this process alone, or the MPI job it was
+  // launched in (docs/DISTRIBUTED.md). Never null.
+  dist::Communicator* comm = nullptr;
 };
 
 // Checks for counts (--threads, --parallel, ...): "expected a number >= 0, not '-2'" where

@@ -137,7 +137,8 @@ Expected<data::DatasetSpec> make_dataset_spec(const DataOptions& o,
     PTQ_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
                          parse_ints(eq == std::string::npos ? s : s.substr(eq + 1), "--shape"));
     if (spec.raw_shapes.count(name)) {
-      return usage_error("--shape given twice for {}", name.empty() ? "all inputs" : "'" + name + "'");
+      return usage_error("--shape given twice for {}",
+                         name.empty() ? "all inputs" : "'" + name + "'");
     }
     spec.raw_shapes[name] = dims;
   }

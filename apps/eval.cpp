@@ -55,8 +55,9 @@ Expected<std::vector<int64_t>> read_labels(const std::string& path, int64_t samp
 }
 
 Status eval_command(EvalOptions& o, const GlobalOptions& global) {
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   if (model.graph.outputs.empty()) return invalid_input("{} has no outputs", o.model);
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
@@ -96,7 +97,8 @@ Status eval_command(EvalOptions& o, const GlobalOptions& global) {
     fmt::print("{}\n", j.dump(2));
     return Status::ok();
   }
-  fmt::print("{}: {} samples (output '{}')\n", o.model, acc.count(), model.graph.outputs.front().name);
+  fmt::print("{}: {} samples (output '{}')\n", o.model, acc.count(),
+             model.graph.outputs.front().name);
   fmt::print("  top-1: {:6.2f}% ({}/{})\n", 100.0 * acc.accuracy(0), acc.hits(0), acc.count());
   fmt::print("  top-5: {:6.2f}% ({}/{})\n", 100.0 * acc.accuracy(1), acc.hits(1), acc.count());
   return Status::ok();
@@ -109,7 +111,8 @@ Runner register_eval(CLI::App& app, GlobalOptions& global) {
   app.description("top-1 and top-5 accuracy of a classifier (argmax of its first output)");
   app.add_option("model", o->model, "ONNX model (float or Q/DQ)")->required();
   add_data_options(app, o->data, {.default_batch = 16, .finite_only = true});
-  app.add_option("--labels", o->labels, "integer .npy of shape [N] (or [N,1]), one label per sample")
+  app.add_option("--labels", o->labels,
+                 "integer .npy of shape [N] (or [N,1]), one label per sample")
       ->required();
   add_backend_options(app, o->backend);
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));

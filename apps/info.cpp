@@ -23,6 +23,7 @@ struct InfoOptions {
   std::string model;
   bool json = false;
   bool devices = false;  // ptq info --devices (apps/backend_options.cpp)
+  std::string cpu_isa = "auto";
 };
 
 struct Summary {
@@ -32,13 +33,15 @@ struct Summary {
   int64_t quantize = 0;
   int64_t dequantize = 0;
   std::optional<std::vector<std::string>> unsupported;  // nullopt: no runtime in this build
+  std::string cpu_isa;  // the CPU kernels' level that runs; "" without the CPU runtime
+  std::string cpu_isa_best;
 };
 
 std::string op_key(const ir::Node& n) {
   return n.in_default_domain() ? n.op_type : n.domain + "." + n.op_type;
 }
 
-Summary summarize(const ir::Model& model) {
+Summary summarize(const ir::Model& model, [[maybe_unused]] runtime::CpuIsa isa) {
   Summary s;
   std::map<std::string, int64_t> counts;
   for (const ir::Node& n : model.graph.nodes) {
@@ -52,11 +55,16 @@ Summary summarize(const ir::Model& model) {
   for (const ir::Initializer& i : model.graph.initializers()) {
     s.params += i.tensor.size();
     s.param_bytes += static_cast<int64_t>(i.tensor.nbytes());
-    for (const std::string& str : i.tensor.strings()) s.param_bytes += static_cast<int64_t>(str.size());
+    for (const std::string& str : i.tensor.strings())
+      s.param_bytes += static_cast<int64_t>(str.size());
   }
 #ifdef PTQ_HAVE_CPU_RUNTIME
-  auto backend = runtime::make_cpu_backend();
+  runtime::CpuBackendOptions options;
+  options.isa = isa;
+  auto backend = runtime::make_cpu_backend(options);
   s.unsupported = runtime::unsupported_ops(model, *backend);
+  s.cpu_isa = runtime::cpu_isa_name(*runtime::resolve_cpu_isa(isa));
+  s.cpu_isa_best = runtime::cpu_isa_name(runtime::best_cpu_isa());
 #endif
   return s;
 }
@@ -98,10 +106,10 @@ void print_text(const InfoOptions& o, const ir::Model& m, const Summary& s) {
   fmt::print("model:       {}\n", o.model);
   fmt::print("ir version:  {}\n", m.ir_version);
   fmt::print("opsets:      {}\n", opsets_str(m));
-  fmt::print("producer:    {}\n",
-             m.producer_name.empty()      ? "(none)"
-             : m.producer_version.empty() ? m.producer_name
-                                          : fmt::format("{} {}", m.producer_name, m.producer_version));
+  fmt::print("producer:    {}\n", m.producer_name.empty() ? "(none)"
+                                  : m.producer_version.empty()
+                                      ? m.producer_name
+                                      : fmt::format("{} {}", m.producer_name, m.producer_version));
   print_values("inputs", m.graph.real_inputs());
   print_values("outputs", pointers(m.graph.outputs));
   fmt::print("nodes:       {}\n", m.graph.nodes.size());
@@ -110,14 +118,17 @@ void print_text(const InfoOptions& o, const ir::Model& m, const Summary& s) {
   for (const auto& [op, n] : s.op_counts) fmt::print("  {:<{}}  {}\n", op, width, n);
   fmt::print("parameters:  {} ({} in {} initializers)\n", s.params, bytes_str(s.param_bytes),
              m.graph.initializers().size());
-  fmt::print("Q/DQ nodes:  {} ({} QuantizeLinear, {} DequantizeLinear)\n", s.quantize + s.dequantize,
-             s.quantize, s.dequantize);
+  fmt::print("Q/DQ nodes:  {} ({} QuantizeLinear, {} DequantizeLinear)\n",
+             s.quantize + s.dequantize, s.quantize, s.dequantize);
   if (!s.unsupported) {
     fmt::print("unsupported ops (cpu): unknown (built without the CPU runtime)\n");
   } else if (s.unsupported->empty()) {
     fmt::print("unsupported ops (cpu): none\n");
   } else {
     fmt::print("unsupported ops (cpu): {}\n", fmt::join(*s.unsupported, ", "));
+  }
+  if (!s.cpu_isa.empty()) {
+    fmt::print("cpu kernels: {} (this CPU runs up to {})\n", s.cpu_isa, s.cpu_isa_best);
   }
 }
 
@@ -162,23 +173,26 @@ void print_json(const InfoOptions& o, const ir::Model& m, const Summary& s) {
                     {"quantize_linear", s.quantize},
                     {"dequantize_linear", s.dequantize}};
   j["unsupported_ops"] = s.unsupported ? Json(*s.unsupported) : Json(nullptr);
+  j["cpu_isa"] = s.cpu_isa.empty() ? Json(nullptr) : Json(s.cpu_isa);
   fmt::print("{}\n", j.dump(2));
 }
 
 }  // namespace
 
 Runner register_info(CLI::App& app, GlobalOptions& /*global*/) {
-  app.description("Print a model's opsets, inputs/outputs, op counts, parameters, Q/DQ nodes "
-                  "and the ops the CPU runtime cannot run.");
+  app.description("Print a model's opsets, inputs/outputs, op counts, parameters, Q/DQ nodes, "
+                  "the ops the CPU runtime cannot run and the CPU kernels' instruction set.");
   auto o = std::make_shared<InfoOptions>();
   app.add_option("MODEL", o->model, "ONNX model file");
   app.add_flag("--json", o->json, "print JSON instead of text");
   app.add_flag("--devices", o->devices, "list the Vulkan devices and the features ptqkit uses");
+  add_cpu_isa_option(app, o->cpu_isa);
   return [o]() -> Status {
     if (o->devices) return print_vulkan_devices(o->json);
     if (o->model.empty()) return usage_error("info: MODEL is required (or --devices)");
+    PTQ_ASSIGN_OR_RETURN(const runtime::CpuIsa isa, cpu_isa_option(o->cpu_isa));
     PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o->model));
-    const Summary s = summarize(model);
+    const Summary s = summarize(model, isa);
     if (o->json) {
       print_json(*o, model, s);
     } else {

@@ -6,6 +6,25 @@
 
 namespace ptq::apps {
 
+namespace {
+
+// What ONNX Runtime's and ModelOpt's users type (--calibration-method max): the registered
+// name it stands for; an unknown name passes on to MethodConfig::validate's error.
+CLI::Validator canonical_method() {
+  return CLI::Validator(
+      [](std::string& name) {
+        const std::string_view canonical = calib::canonical_calibrator_name(name);
+        if (!canonical.empty()) name = std::string(canonical);
+        return std::string();
+      },
+      "");
+}
+
+constexpr const char* kMethodAliases =
+    " (also ONNX Runtime's MinMax, Entropy, Percentile and ModelOpt's max = minmax)";
+
+}  // namespace
+
 Status MethodOptions::check_given_with_method(const calib::MethodConfig& config) const {
   if (!config.name.empty()) return Status::ok();
   for (const auto& [param, option] : params) {
@@ -21,7 +40,9 @@ MethodOptions add_method_options(CLI::App& app, calib::MethodConfig& config,
   const std::string choices = calib::calibrator_choices();
   const std::string help =
       (options.what.empty() ? choices : options.what + ": " + choices) + options.suffix;
-  CLI::Option* method = app.add_option("--method", config.name, help);
+  CLI::Option* method = app.add_option("--method,--calibration-method,--calibration_method",
+                                       config.name, help + kMethodAliases);
+  method->transform(canonical_method());
   if (options.show_default) method->capture_default_str();
   MethodOptions added;
   std::set<std::string_view> named;

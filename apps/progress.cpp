@@ -66,7 +66,8 @@ std::string ProgressLine::format(const std::string& label, const std::string& st
   if (seconds >= 0.25 && done > 0) {  // a rate from the first few milliseconds means nothing
     const double rate = static_cast<double>(done) / seconds;
     s += fmt::format(" {:.1f} {}/s", rate, unit);
-    if (total > 0 && done < total) s += " ETA " + clock_str(static_cast<double>(total - done) / rate);
+    if (total > 0 && done < total)
+      s += " ETA " + clock_str(static_cast<double>(total - done) / rate);
   }
   return s;
 }

@@ -1,8 +1,9 @@
 // `ptq quantize MODEL (--data SRC [calibrate's options] | --cache CACHE) -o OUT.onnx
-//  [--target tensorrt|ort] [--exclude NODE,…] [--exclude-op-types T,…] [--per-tensor-weights]
-//  [--weights-float] [--activation-type int8|uint8] [--cache-out CACHE.json]
-//  [--trt-cache CACHE.cache] [--input-shape NAME=D,D…[;…]] [--force] [--requantize]
-//  [--external-data]`
+//  [--target tensorrt|ort [--ort-ep cpu|cuda|tensorrt]] [--activation-type int8|uint8]
+//  [--exclude NODE,…] [--exclude-op-types T,…] [--nodes-to-quantize NODE,…]
+//  [--op-types-to-quantize T,…] (plan_options.h) [--per-tensor-weights] [--weights-float]
+//  [--cache-out CACHE.json] [--trt-cache CACHE.cache] [--input-shape NAME=D,D…[;…]]
+//  [--force] [--requantize] [--external-data] [--smoothquant [ALPHA]] [--json]`
 // writes the Q/DQ model. With --data it calibrates first (the calibration driver, as `ptq
 // calibrate`) and writes the cache beside the output; with --cache it reuses a cache of any
 // format (ptqkit JSON, TensorRT text, ONNX Runtime) and needs no data.
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,13 +33,18 @@
 #include "command.h"
 #include "data_options.h"
 #include "method_options.h"
+#include "plan_options.h"
 #include "progress.h"
 #include "input_shapes.h"
+#include "json_output.h"
+#include "phase_times.h"
 #include "run_date.h"
+#include "smoothquant_options.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
 #include "ptq/planner.h"
+#include "ptq/report.h"
 #include "ptq/runtime.h"
 
 namespace ptq::apps {
@@ -60,19 +67,14 @@ struct QuantizeOptions {
   std::string trt_cache;
   std::string trt_version = "8.6.1";
   std::string trt_algo;
-  std::string target = "tensorrt";
-  std::vector<std::string> exclude;
-  std::vector<std::string> exclude_op_types;
-  bool per_tensor_weights = false;
-  bool weights_float = false;
-  std::string activation_type = "int8";
-  int64_t min_conv_channels = 16;
-  bool quantize_matrix_vector = false;
+  PlanFlags plan;
+  std::set<std::string> given;  // the recorded options given on the command line
   std::vector<std::string> input_shapes;
-  bool no_fold_batchnorm = false;
   bool force = false;
   bool requantize = false;
   bool external_data = false;
+  SmoothQuantOption smoothquant;
+  bool json = false;
 };
 
 // OUT.onnx -> OUT.calib.json beside it.
@@ -82,35 +84,24 @@ fs::path default_cache_out(const fs::path& out) {
   return p.string() + ".calib.json";
 }
 
-void warn(const GlobalOptions& global, const std::string& message) {
-  if (!global.quiet) fmt::print(stderr, "ptq: warning: {}\n", message);
-}
+void warn(const GlobalOptions&, const std::string& message) { log::warn("{}", message); }
 
-Expected<planner::PlanOptions> plan_options(const QuantizeOptions& o) {
-  planner::PlanOptions p;
-  PTQ_ASSIGN_OR_RETURN(p.target, planner::parse_target(o.target));
-  PTQ_ASSIGN_OR_RETURN(p.activation_type, planner::parse_activation_type(o.activation_type));
-  p.exclude_nodes = o.exclude;
-  p.exclude_op_types = o.exclude_op_types;
-  p.per_tensor_weights = o.per_tensor_weights;
-  p.weights_float = o.weights_float;
-  p.min_conv_channels = o.min_conv_channels;
-  p.quantize_matrix_vector = o.quantize_matrix_vector;
-  p.fold_batchnorm = !o.no_fold_batchnorm;
-  p.ptqkit_version = std::string(calibration::ptqkit_version());
-  PTQ_RETURN_IF_ERROR(p.validate());
-  return p;
+int64_t count_op(const ir::Model& model, std::string_view op) {
+  return std::count_if(model.graph.nodes.begin(), model.graph.nodes.end(),
+                       [&](const ir::Node& n) { return n.op_type == op; });
 }
 
 int64_t weight_bytes(const ir::Model& model) {
   int64_t total = 0;
-  for (const ir::Initializer& i : model.graph.initializers()) total += static_cast<int64_t>(i.tensor.nbytes());
+  for (const ir::Initializer& i : model.graph.initializers())
+    total += static_cast<int64_t>(i.tensor.nbytes());
   return total;
 }
 
 std::string size_str(int64_t bytes) {
   if (bytes < 10 * 1024) return fmt::format("{} B", bytes);
-  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024.0);
+  if (bytes < 10 * 1024 * 1024)
+    return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024.0);
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
@@ -124,10 +115,25 @@ int64_t file_bytes(const fs::path& p) {
 // plain version raise is not enough.
 Status prepare_model(ir::Model& model, const QuantizeOptions& o, calibration::ModelForms& forms,
                      const GlobalOptions& global) {
-  std::vector<std::string> notes;
-  PTQ_RETURN_IF_ERROR(
-      calibration::prepare_for_planning(model, o.model, o.requantize, forms, notes));
-  for (const std::string& n : notes) warn(global, n);
+  if (planner::has_quantization(model)) {
+    if (!o.requantize) {
+      return invalid_input("{} is already quantized ({} QuantizeLinear, {} DequantizeLinear); "
+                           "--requantize strips its Q/DQ and quantizes it again",
+                           o.model, count_op(model, "QuantizeLinear"),
+                           count_op(model, "DequantizeLinear"));
+    }
+    PTQ_ASSIGN_OR_RETURN(int64_t removed, planner::strip_qdq(model));
+    warn(global,
+         fmt::format("--requantize: removed {} quantization node(s) from {}", removed, o.model));
+    forms.add(model);
+  }
+  const int64_t opset = model.opset();
+  if (opset < 13 && !planner::check_opset_upgradable(model).is_ok()) {
+    PTQ_RETURN_IF_ERROR(onnx::convert_opset(model, 13));
+    warn(global, fmt::format("converted {} from opset {} to 13 (libonnx version converter)",
+                             o.model, opset));
+    forms.add(model);
+  }
   return Status::ok();
 }
 
@@ -143,10 +149,13 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   co.ignore_nonfinite = o.ignore_nonfinite;
   co.threads = threads;
   co.backend = o.backend.backend;
+  co.comm = global.comm;
+  BackendOptions backend = o.backend;
+  PTQ_RETURN_IF_ERROR(pick_rank_device(backend, *global.comm));
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   fed = calibration::fed_shapes(dataset);
-  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines, make_calibration_engines(model, o.backend, threads,
-                                                                           o.workers, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines,
+                       make_calibration_engines(model, backend, threads, o.workers, global.quiet));
   ProgressLine line("quantize", "samples", dataset.size(), global.quiet);
   int stage = 0;
   co.progress = [&](const calibration::Progress& p) -> Status {
@@ -163,37 +172,57 @@ Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const Qu
   return table;
 }
 
-// Reads --cache, refused when calibrated for another graph than any form of the model.
-Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model, const QuantizeOptions& o,
-                                                     const planner::PlanOptions& plan,
+// Reads --cache, refused when calibrated for another graph than any form of the model or with
+// options that disagree with those given; the options it records and were not given are taken.
+Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model,
+                                                     const QuantizeOptions& o,
+                                                     calibration::QuantizeSettings& settings,
                                                      const calibration::ModelForms& forms,
                                                      const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
                        calibration::read_cache_for(model, forms, o.cache,
-                                                   {.force = o.force, .plan = &plan}));
+                                                   {.force = o.force, .settings = &settings,
+                                                    .given = o.given}));
   for (const std::string& w : cache.warnings) warn(global, w);
   return std::move(cache.table);
 }
 
+// The JSON cache written: --cache-out, else with --data OUT.calib.json, else none.
+std::optional<fs::path> json_cache_out(const QuantizeOptions& o) {
+  if (!o.cache_out.empty()) return fs::path(o.cache_out);
+  if (o.cache.empty()) return default_cache_out(o.out);
+  return std::nullopt;
+}
+
 Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions& o,
                     const GlobalOptions& global) {
-  std::optional<fs::path> json_out;
-  if (!o.cache_out.empty()) {
-    json_out = o.cache_out;
-  } else if (o.cache.empty()) {
-    json_out = default_cache_out(o.out);
-  }
-  if (json_out) {
-    PTQ_RETURN_IF_ERROR(calib::write_cache(table, *json_out, {.format = calib::CacheFormat::kJson}));
-    if (!global.quiet) fmt::print("calibration cache: {}\n", json_out->string());
+  const bool say = !global.quiet && !o.json;
+  if (std::optional<fs::path> json_out = json_cache_out(o)) {
+    PTQ_RETURN_IF_ERROR(
+        calib::write_cache(table, *json_out, {.format = calib::CacheFormat::kJson}));
+    if (say) fmt::print("calibration cache: {}\n", json_out->string());
   }
   if (!o.trt_cache.empty()) {
     PTQ_ASSIGN_OR_RETURN(calib::TrtVersion version, calib::parse_trt_version(o.trt_version));
     calib::WriteOptions wo{.format = calib::CacheFormat::kTensorRT};
     wo.trt = {version, o.trt_algo};
     PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.trt_cache, wo));
-    if (!global.quiet) fmt::print("TensorRT cache: {}\n", o.trt_cache);
+    if (say) fmt::print("TensorRT cache: {}\n", o.trt_cache);
   }
+  return Status::ok();
+}
+
+// --bias-correction: measured on --data (then the options are recorded in the cache written),
+// else taken from --cache.
+Status correct_biases(const ir::Model& model, const QuantizeOptions& o, int threads,
+                      calib::CalibrationTable& table, calibration::QuantizeSettings& settings) {
+  std::optional<data::Dataset> dataset;
+  if (!o.data.data.empty() && settings.bias_correction) {
+    PTQ_ASSIGN_OR_RETURN(dataset, open_dataset(o.data, model.graph));
+  }
+  PTQ_RETURN_IF_ERROR(calibration::use_bias_correction(model, table, dataset ? &*dataset : nullptr,
+                                                       threads, settings));
+  if (!o.data.data.empty()) calibration::record_settings(settings, table);
   return Status::ok();
 }
 
@@ -201,25 +230,52 @@ Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions&
 std::string list_head(const std::vector<std::string>& names, size_t limit = 12) {
   if (names.empty()) return "";
   const size_t shown = std::min(limit, names.size());
-  std::string s = fmt::format(": {}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+  std::string s = fmt::format(
+      ": {}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
   if (shown < names.size()) s += fmt::format(", … ({} more)", names.size() - shown);
   return s;
 }
 
 void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
-                   int64_t before_weights, const ir::Model& after, const std::string& method) {
-  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, o.target, method);
+                   int64_t before_weights, const ir::Model& after, const std::string& method,
+                   planner::Target target) {
+  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, planner::target_name(target), method);
   fmt::print("  Q/DQ nodes:        {} QuantizeLinear, {} DequantizeLinear\n", r.quantize_nodes,
              r.dequantize_nodes);
   fmt::print("  quantized layers:  {}{}\n", r.quantized_nodes.size(), list_head(r.quantized_nodes));
   if (r.folded_batchnorms > 0) fmt::print("  folded BatchNorms: {}\n", r.folded_batchnorms);
-  fmt::print("  float tensors:     {}{}\n", r.float_tensors.size(),
-             r.float_tensors.empty() ? "" : " (no calibrated range)" + list_head(r.float_tensors, 1000));
+  if (r.corrected_biases > 0) fmt::print("  corrected biases:  {}\n", r.corrected_biases);
+  fmt::print(
+      "  float tensors:     {}{}\n", r.float_tensors.size(),
+      r.float_tensors.empty() ? "" : " (no calibrated range)" + list_head(r.float_tensors, 1000));
   const int64_t in_file = file_bytes(o.model);
   int64_t out_file = file_bytes(o.out);
   if (o.external_data) out_file += file_bytes(fs::path(o.out).string() + ".data");
   fmt::print("  size:              {} -> {} (weights {} -> {})\n", size_str(in_file),
              size_str(out_file), size_str(before_weights), size_str(weight_bytes(after)));
+}
+
+void print_report(const QuantizeOptions& o, const planner::PlanOptions& plan,
+                  const planner::QuantizeResult& r, const std::string& method,
+                  const PhaseTimes& times) {
+  Json written = {{"model", o.out}};
+  if (o.external_data) written["external_data"] = o.out + ".data";
+  if (std::optional<fs::path> cache = json_cache_out(o)) written["cache"] = cache->string();
+  if (!o.trt_cache.empty()) written["trt_cache"] = o.trt_cache;
+  const bool uint8 = plan.activation_type == planner::ActivationType::kUInt8;
+  print_json({{"command", "quantize"},
+              {"model", o.model},
+              {"written", std::move(written)},
+              {"target", std::string(planner::target_name(plan.target))},
+              {"activation_type", uint8 ? "uint8" : "int8"},
+              {"method", method},
+              {"quantize_linear_nodes", r.quantize_nodes},
+              {"dequantize_linear_nodes", r.dequantize_nodes},
+              {"quantized_nodes", r.quantized_nodes},
+              {"tensors", quantized_tensors_json(r, method)},
+              {"float", float_set_json(r)},
+              {"warnings", r.warnings},
+              {"seconds", seconds_json(times)}});
 }
 
 // Where the planner's input shapes come from, in order (calibration::resolve_plan_shapes). A
@@ -245,12 +301,16 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   if (have_data == !o.cache.empty()) {
     return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
   }
-  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan, plan_options(o));
+  PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
+  planner::PlanOptions& plan = settings.plan;
   PTQ_ASSIGN_OR_RETURN(onnx::InputShapes flag_shapes, parse_input_shapes(o.input_shapes));
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
+  PhaseTimes times;
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
+  times.mark("load model");
   const int64_t before_weights = weight_bytes(model);
   calibration::ModelForms forms(model);
   PTQ_RETURN_IF_ERROR(prepare_model(model, o, forms, global));
@@ -258,23 +318,42 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
   calib::CalibrationTable table;
   onnx::InputShapes fed;
   if (have_data) {
+    PTQ_ASSIGN_OR_RETURN(std::optional<calib::SmoothQuantRecord> smoothing,
+                         smooth_from_data(model, o.smoothquant, o.data, threads, global.quiet));
     PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global, fed));
+    table.smoothquant = std::move(smoothing);
   } else {
-    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, plan, forms, global));
+    PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
+    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, settings, forms, global));
   }
-  PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
-
+  times.mark(have_data ? "calibrate" : "read cache");
+  if (global.comm->rank() != 0) return Status::ok();  // rank 0 plans and writes alone
   plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
   const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
-  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result,
-                       calibration::quantize_model(
-                           model, table, shape_sources(o, fed, table, std::move(flag_shapes)),
-                           *cpu, threads, plan));
+  PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
+      model, shape_sources(o, fed, table, std::move(flag_shapes)), *cpu, threads, plan));
+  PTQ_RETURN_IF_ERROR(correct_biases(model, o, threads, table, settings));
+  PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
+
+  plan.method = table.method;
+  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
+  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
+  times.mark("quantize");
   for (const std::string& w : result.warnings) warn(global, w);
+  for (const std::string& w : report::clipping_warnings(model, table)) warn(global, w);
+  if (Status s = onnx::check_model(model); !s.is_ok()) {
+    return runtime_error("the quantized model fails the ONNX check (a ptqkit bug): {}",
+                         s.message());
+  }
   onnx::SaveOptions so;
   so.external_data = o.external_data;
   PTQ_RETURN_IF_ERROR(onnx::save_model(model, o.out, so));
-  if (!global.quiet) print_summary(o, result, before_weights, model, table.method);
+  times.mark("write model");
+  if (o.json) {
+    print_report(o, plan, result, table.method, times);
+  } else if (!global.quiet) {
+    print_summary(o, result, before_weights, model, table.method, plan.target);
+  }
   return Status::ok();
 }
 
@@ -288,7 +367,7 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("model", o->model, "ONNX model (float)")->required();
   app.add_option("-o,--out", o->out, "the quantized model to write (.onnx)")->required();
   add_data_options(app, o->data, {.required = false, .default_batch = 16});
-  add_backend_options(app, o->backend);
+  add_backend_options(app, o->backend, true);
   add_method_options(app, o->method, {.what = "calibration method with --data"});
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   add_workers_option(app, o->workers);
@@ -304,38 +383,27 @@ Runner register_quantize(CLI::App& app, GlobalOptions& global) {
   app.add_option("--trt-version", o->trt_version, "TensorRT version of that cache's header")
       ->capture_default_str();
   app.add_option("--trt-algo", o->trt_algo, trt_algo_help());
-  app.add_option("--target", o->target, "who runs the model: tensorrt or ort")->capture_default_str();
-  app.add_option("--exclude", o->exclude,
-                 "nodes left float: names or regexes matched against whole names (comma-separated, "
-                 "repeatable)")
-      ->delimiter(',');
-  app.add_option("--exclude-op-types", o->exclude_op_types, "op types left float (e.g. MatMul,Gemm)")
-      ->delimiter(',');
-  app.add_flag("--per-tensor-weights", o->per_tensor_weights,
-               "one scale per weight tensor instead of one per output channel");
-  app.add_flag("--weights-float", o->weights_float,
-               "tensorrt: keep float weights and put Q+DQ after them instead of int8 + DQ");
-  app.add_option("--activation-type", o->activation_type,
-                 "int8 (symmetric) or uint8 (asymmetric, --target ort only)")
-      ->capture_default_str();
-  app.add_option("--min-conv-channels", o->min_conv_channels,
-                 "convs with fewer input channels stay float (0: quantize every conv)")
-      ->capture_default_str()
-      ->check(at_least(0));
-  app.add_flag("--quantize-matrix-vector", o->quantize_matrix_vector,
-               "also quantize MatMuls with M or N = 1");
-  app.add_option("--input-shape", o->input_shapes,
+  add_plan_options(app, o->plan);
+  app.add_option("--input-shape,--shapes", o->input_shapes,
                  "input shapes the planner decides with where the model's are symbolic, as "
-                 "NAME=D,D,… (e.g. x=1,128; several joined by ';' or the option repeated); "
-                 "--data's batches and a JSON cache's recorded shapes come first")
+                 "NAME=D,D,… (e.g. x=1,128; several joined by ';' or the option repeated) or "
+                 "trtexec's NAME:DxD… (e.g. x:1x3x224x224,y:1x10); --data's batches and a JSON "
+                 "cache's recorded shapes come first")
       ->delimiter(';');
-  app.add_flag("--no-fold-batchnorm", o->no_fold_batchnorm,
-               "keep BatchNormalization after quantized convs instead of folding it");
-  app.add_flag("--force", o->force, "use a cache calibrated for another graph");
+  app.add_flag("--force", o->force,
+               "use a cache calibrated for another graph, or recording other options than those "
+               "given (the given ones win)");
   app.add_flag("--requantize", o->requantize, "strip the Q/DQ of an already quantized model first");
   app.add_flag("--external-data", o->external_data,
                "store large initializers in OUT.onnx.data beside the model");
-  return [o, &global]() { return quantize_command(*o, global); };
+  add_smoothquant_option(app, o->smoothquant);
+  app.add_flag("--json", o->json,
+               "print what was written, the quantized tensors, what stayed float and why, and "
+               "the phase times as JSON on stdout, in place of the summary");
+  return [o, &global, &app]() {
+    o->given = given_plan_flags(app);
+    return quantize_command(*o, global);
+  };
 }
 
 }  // namespace ptq::apps

@@ -1,7 +1,7 @@
 // `ptq report MODEL [--compare OTHER…] [--sensitivity REPORT.json] [--eval-json FILE…]
-//  -o report.html [--dot G.dot] [--svg G.svg]`: one self-contained HTML page (summary,
-// precision table and chart, lint, sensitivity, variants side by side, graph) and/or the graph
-// drawing alone (include/ptq/report.h).
+//  [--trace TRACE.json] -o report.html [--dot G.dot] [--svg G.svg]`: one self-contained HTML
+// page (summary, precision table and chart, lint, sensitivity, error along the graph, variants
+// side by side, graph) and/or the graph drawing alone (include/ptq/report.h).
 //
 // Eval files (`ptq eval --json` output) go to the model whose path or file name their "model"
 // field names; the others to the remaining models in command-line order.
@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "command.h"
 #include "ptq/onnx.h"
@@ -28,6 +29,7 @@ struct ReportCliOptions {
   std::vector<std::string> compare;
   std::string sensitivity;
   std::vector<std::string> eval_json;
+  std::string trace;
   std::string out;
   std::string dot;
   std::string svg;
@@ -82,6 +84,11 @@ Status run_report(const ReportCliOptions& o) {
   if (o.out.empty() && o.dot.empty() && o.svg.empty()) {
     return usage_error("ptq report: give -o REPORT.html, --dot FILE or --svg FILE");
   }
+  std::optional<report::ErrorTrace> trace;  // read before anything is written
+  if (!o.trace.empty()) {
+    PTQ_ASSIGN_OR_RETURN(std::string text, util::read_file(o.trace));
+    PTQ_ASSIGN_OR_RETURN(trace, report::parse_trace_json(text, o.trace));
+  }
   std::vector<std::string> paths = {o.model};
   paths.insert(paths.end(), o.compare.begin(), o.compare.end());
   std::vector<ir::Model> loaded;
@@ -115,6 +122,7 @@ Status run_report(const ReportCliOptions& o) {
   }
   report::HtmlOptions options;
   options.title = o.title;
+  options.trace = trace ? &*trace : nullptr;
   options.graph_svg = svg;
   if (svg.empty()) {
     options.graph_note = o.no_graph ? "Drawing left out (--no-graph)."
@@ -142,6 +150,8 @@ Runner register_report(CLI::App& app, GlobalOptions& /*global*/) {
                  "accuracy JSON per model (ptq eval --json), matched by its \"model\" field or "
                  "in order")
       ->expected(1, -1);
+  app.add_option("--trace", o->trace,
+                 "per-tensor error trace (ptq compare --per-tensor --json), drawn along the graph");
   app.add_option("-o,--out", o->out, "the HTML page to write");
   app.add_option("--dot", o->dot, "write the graph drawing as Graphviz DOT");
   app.add_option("--svg", o->svg, "write the graph drawing as SVG (needs Graphviz 'dot')");

@@ -119,8 +119,9 @@ Status commit(OutputSink& sink) {
 }
 
 Status run_command(RunOptions& o, const GlobalOptions& global) {
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));

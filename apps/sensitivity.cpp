@@ -1,8 +1,10 @@
 // `ptq sensitivity MODEL (--data CALIB [--method M [--percentile P]] | --cache CACHE [--force])
-//  --eval SRC [--labels LABELS.npy]
+//  --eval SRC [--labels LABELS.npy] [quantize's model options: --target, --exclude, …,
+//  --per-tensor-weights, --bias-correction]
 //  [--metric top1|sqnr|cosine|mse] [--mode only|all-but] [--target-drop X]
 //  [--max-float-layers K] -o REPORT.json [--html REPORT.html] [--write PARTIAL.onnx]
-//  [--parallel N] [--no-reuse] [--backend cpu|vulkan [--device N] [--strict]]`
+//  [--parallel N] [--no-reuse] [--backend cpu|vulkan [--device N] [--strict]]
+//  [--smoothquant [ALPHA]]`
 // Partial-PTQ sweep (issue 8): per quantization unit, the metric with only that unit quantized
 // (or all but it); a ranked table on stdout, every unit in the JSON report, an HTML page with
 // the per-layer chart and the graph. With --target-drop, the greedy float set that meets the
@@ -13,6 +15,7 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -21,6 +24,8 @@
 #include "command.h"
 #include "data_options.h"
 #include "method_options.h"
+#include "plan_options.h"
+#include "smoothquant_options.h"
 #include "progress.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibration.h"
@@ -43,6 +48,8 @@ struct SensitivityOptions {
   std::string cache;
   bool force = false;
   calib::MethodConfig method;
+  PlanFlags plan;
+  std::set<std::string> given;  // the recorded options given on the command line
   BackendOptions backend;
   int threads = 0;
   int parallel = 0;  // 0: the sweep chooses (CPU), 1 on Vulkan
@@ -54,34 +61,41 @@ struct SensitivityOptions {
   std::string out;
   std::string html;
   std::string write;
+  SmoothQuantOption smoothquant;
 };
 
 Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::Dataset& ds) {
   PTQ_ASSIGN_OR_RETURN(ir::Tensor t, data::load_npy(path));
   if (!ir::is_integer(t.dtype()) || t.rank() < 1 || t.dim(0) != ds.source_size()) {
-    return invalid_input("{}: labels must be integers of shape [N] with N = {} (the eval samples), not {} {}",
-                         path, ds.source_size(), ir::dtype_name(t.dtype()), ir::shape_str(t.shape()));
+    return invalid_input(
+        "{}: labels must be integers of shape [N] with N = {} (the eval samples), not {} {}", path,
+        ds.source_size(), ir::dtype_name(t.dtype()), ir::shape_str(t.shape()));
   }
   std::vector<int64_t> out;
   for (int64_t i : ds.order()) out.push_back(t.as_int64(i));
   return out;
 }
 
+// The table from --cache (adopting the options it records) or calibrated on --data, with the
+// bias corrections of --bias-correction: what `ptq quantize` takes, so --write writes its model.
 Expected<calib::CalibrationTable> get_table(const ir::Model& model, const SensitivityOptions& o,
-                                            Engine& engine, int threads, const GlobalOptions& global) {
+                                            calibration::QuantizeSettings& settings, Engine& engine,
+                                            int threads, const GlobalOptions& global) {
   if (!o.cache.empty()) {
     PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
                          calibration::read_cache_for(model, calibration::ModelForms(model), o.cache,
-                                                     {.force = o.force}));
-    if (!global.quiet) {
-      for (const std::string& w : cache.warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-    }
+                                                     {.force = o.force, .settings = &settings,
+                                                      .given = o.given}));
+    for (const std::string& w : cache.warnings) log::warn("{}", w);
+    PTQ_RETURN_IF_ERROR(
+        calibration::use_bias_correction(model, cache.table, nullptr, threads, settings));
     return std::move(cache.table);
   }
   PTQ_ASSIGN_OR_RETURN(data::Dataset calib_data, open_dataset(o.data, model.graph));
   calibration::CalibrationOptions co;
   co.method = o.method;
   PTQ_RETURN_IF_ERROR(co.method.validate());
+  co.plan = settings.plan;
   co.threads = threads;
   co.backend = o.backend.backend;
   ProgressLine line("sensitivity", "samples", calib_data.size(), global.quiet);
@@ -90,8 +104,10 @@ Expected<calib::CalibrationTable> get_table(const ir::Model& model, const Sensit
     line.update(p.samples_done);
     return Status::ok();
   };
-  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t, calibration::calibrate(model, *engine.executor, calib_data, co));
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable t,
+                       calibration::calibrate(model, *engine.executor, calib_data, co));
   line.finish();
+  PTQ_RETURN_IF_ERROR(calibration::use_bias_correction(model, t, &calib_data, threads, settings));
   return t;
 }
 
@@ -101,7 +117,8 @@ void print_table(const sens::SweepResult& r, sens::Metric metric) {
              metrics::format_metric(r.quantized_score.value, 4), sens::mode_name(r.mode));
   size_t width = 5;
   for (const auto& l : r.layers) width = std::max(width, l.name.size());
-  fmt::print("{:>4}  {:<{}}  {:<8}  {:>10}\n", "rank", "layer", width, "kind", sens::metric_name(metric));
+  fmt::print("{:>4}  {:<{}}  {:<8}  {:>10}\n", "rank", "layer", width, "kind",
+             sens::metric_name(metric));
   for (size_t i = 0; i < r.layers.size(); ++i) {
     const auto& l = r.layers[i];
     fmt::print("{:>4}  {:<{}}  {:<8}  {:>10}\n", i + 1, l.name, width, l.kind,
@@ -116,9 +133,8 @@ Status write_html(const SensitivityOptions& o, const ir::Model& shown, const std
       std::string html,
       sens::report_html(report_text, o.out, shown, label, "ptq sensitivity: " + o.model,
                         fmt::format("ptq {}", calibration::ptqkit_version()), &warnings));
-  if (!quiet) {
-    for (const std::string& w : warnings) fmt::print(stderr, "ptq: warning: {}\n", w);
-  }
+  (void)quiet;  // -q hides progress only, never warnings
+  for (const std::string& w : warnings) log::warn("{}", w);
   return util::write_file_atomic(o.html, html);
 }
 
@@ -127,10 +143,10 @@ Status write_html(const SensitivityOptions& o, const ir::Model& shown, const std
 // Plan options whose dims are the eval batches' (a decision such as the matrix-vector MatMul
 // test then sees the batch the sweep runs, not the library default for an open dim).
 Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::Dataset& eval,
-                                            const calib::CalibrationTable& table, int threads) {
-  planner::PlanOptions plan;
-  plan.ptqkit_version = std::string(calibration::ptqkit_version());
+                                            const calib::CalibrationTable& table,
+                                            planner::PlanOptions plan, int threads) {
   plan.method = table.method;
+  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
   plan.shapes_remedy = "give --eval data for every input:";
   const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
   PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
@@ -143,10 +159,11 @@ Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::
 // fallbacks were listed when `engine` was made, and --strict still refuses).
 sens::ExecutorFactory sweep_executors(const Engine& engine, const BackendOptions& backend) {
   if (engine.backend) return sens::backend_executors(*engine.backend);
-  return [backend](const ir::Model& m, int threads) -> Expected<std::unique_ptr<runtime::Executor>> {
-    PTQ_ASSIGN_OR_RETURN(Engine e, make_engine(m, backend, threads, true));
-    return std::move(e.executor);
-  };
+  return
+      [backend](const ir::Model& m, int threads) -> Expected<std::unique_ptr<runtime::Executor>> {
+        PTQ_ASSIGN_OR_RETURN(Engine e, make_engine(m, backend, threads, true));
+        return std::move(e.executor);
+      };
 }
 
 // --target-drop is a drop from FP32 (top1, cosine) or a maximum (mse), so not negative; for
@@ -170,11 +187,27 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   }
   if (!o.write.empty() && !o.target_drop) return usage_error("--write needs --target-drop");
   PTQ_RETURN_IF_ERROR(check_target(o.target_drop, metric));
-  const int threads = o.threads > 0 ? o.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.backend.devices.size() > 1 && global.comm->size() == 1) {
+    return usage_error("a sweep runs on one device per process: give --device N, or a list under "
+                       "mpirun (one device per rank)");
+  }
+  PTQ_RETURN_IF_ERROR(pick_rank_device(o.backend, *global.comm));
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
+  // The sweep runs on the smoothed model, the one `quantize --smoothquant` would quantize.
+  if (o.cache.empty()) {
+    PTQ_RETURN_IF_ERROR(
+        smooth_from_data(model, o.smoothquant, o.data, threads, global.quiet).status());
+  } else {
+    calibration::ModelForms forms(model);
+    PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
+  }
   PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
-  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table, get_table(model, o, engine, threads, global));
+  PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
+  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
+                       get_table(model, o, settings, engine, threads, global));
 
   PTQ_ASSIGN_OR_RETURN(data::DatasetSpec spec, make_dataset_spec(o.data, o.eval));
   if (spec.default_batch < 16 && o.data.batch == 0) spec.default_batch = 16;
@@ -185,25 +218,26 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   if (!o.labels.empty()) {
     PTQ_ASSIGN_OR_RETURN(labels, read_labels(o.labels, eval));
   }
-  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan, plan_options(model, eval, table, threads));
+  PTQ_ASSIGN_OR_RETURN(planner::PlanOptions plan,
+                       plan_options(model, eval, table, std::move(settings.plan), threads));
 
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   // An only-mode sweep with reuse runs the FP32 model on every batch anyway (its base), which
   // gives the evaluator every FP32 output: it runs nothing itself.
   const bool base_is_float = mode == sens::Mode::kOnly && !o.no_reuse;
-  PTQ_ASSIGN_OR_RETURN(sens::Evaluator ev,
-                       sens::Evaluator::create(model, sweep_executors(engine, o.backend), eval,
-                                               labels.empty() ? nullptr : &labels,
-                                               {.metric = metric,
-                                                .threads = threads,
-                                                .reference_batches = base_is_float
-                                                                         ? 0
-                                                                         : sens::Evaluator::Options::kAllBatches}));
+  PTQ_ASSIGN_OR_RETURN(
+      sens::Evaluator ev,
+      sens::Evaluator::create(
+          model, sweep_executors(engine, o.backend), eval, labels.empty() ? nullptr : &labels,
+          {.metric = metric,
+           .threads = threads,
+           .reference_batches = base_is_float ? 0 : sens::Evaluator::Options::kAllBatches}));
   sens::SweepOptions so;
   so.mode = mode;
   so.plan = plan;
   so.reuse = !o.no_reuse;
+  so.comm = global.comm;
   // Each Vulkan worker would open a device context of its own for work the GPU serialises.
   so.parallel = o.parallel == 0 && o.backend.backend == "vulkan" ? 1 : o.parallel;
   ProgressLine line("sensitivity", "unit-batches", 0, global.quiet);
@@ -215,17 +249,21 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   };
   PTQ_ASSIGN_OR_RETURN(sens::SweepResult result, sens::sweep(table, ev, so));
   line.finish();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (global.comm->rank() != 0) return Status::ok();  // rank 0 selects and reports
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   if (!global.quiet) print_table(result, metric);
 
   std::optional<sens::Selection> sel;
   if (o.target_drop) {
-    PTQ_ASSIGN_OR_RETURN(sel, sens::select(model, table, ev, plan, result.layers, *o.target_drop, o.max_float));
+    PTQ_ASSIGN_OR_RETURN(
+        sel, sens::select(model, table, ev, plan, result.layers, *o.target_drop, o.max_float));
     if (!global.quiet) {
       fmt::print("selection: {} float layer(s) [{}], {} = {} ({})\n", sel->float_set.size(),
                  fmt::join(sel->float_set, ", "), sens::metric_name(metric),
-                 metrics::format_metric(sel->score.value, 4), sel->met ? "target met" : "target NOT met");
+                 metrics::format_metric(sel->score.value, 4),
+                 sel->met ? "target met" : "target NOT met");
     }
   }
   sens::ReportInfo info{.model_path = o.model,
@@ -241,11 +279,15 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
 
   std::optional<ir::Model> partial;
   if (sel || !o.html.empty()) {
-    PTQ_ASSIGN_OR_RETURN(partial, sens::partial_model(model, table, plan, sel ? sel->float_set : std::vector<std::string>{}));
+    PTQ_ASSIGN_OR_RETURN(
+        partial,
+        sens::partial_model(model, table, plan, sel ? sel->float_set : std::vector<std::string>{}));
   }
   if (!o.write.empty()) PTQ_RETURN_IF_ERROR(onnx::save_model(*partial, o.write));
   if (!o.html.empty()) {
-    const std::string label = !o.write.empty() ? o.write : sel ? "partial model" : "fully quantized model";
+    const std::string label = !o.write.empty() ? o.write
+                              : sel            ? "partial model"
+                                               : "fully quantized model";
     PTQ_RETURN_IF_ERROR(write_html(o, *partial, label, text, global.quiet));
   }
   return Status::ok();
@@ -264,27 +306,39 @@ Runner register_sensitivity(CLI::App& app, GlobalOptions& global) {
   app.add_option("--eval-samples", o->eval_samples, "use the first N eval samples (default: all)")
       ->check(at_least(0));
   app.add_option("--labels", o->labels, "integer .npy, one label per eval sample (top1 accuracy)");
-  app.add_option("--cache", o->cache, "reuse this calibration cache instead of calibrating on --data");
-  app.add_flag("--force", o->force, "use a cache calibrated for another graph");
+  app.add_option("--cache", o->cache,
+                 "reuse this calibration cache instead of calibrating on --data");
+  app.add_flag("--force", o->force,
+               "use a cache calibrated for another graph, or recording other options than those "
+               "given (the given ones win)");
   add_method_options(app, o->method, {.what = "calibration method with --data"});
-  app.add_option("--metric", o->metric, "top1 (accuracy with --labels, else agreement with FP32), sqnr, cosine or mse");
-  app.add_option("--mode", o->mode, "only: one layer quantized; all-but: all layers but one quantized");
-  app.add_option("--target-drop", o->target_drop,
-                 "keep the most sensitive layers float until the partial model meets this: top1/cosine "
-                 "drop from FP32 (top1 a fraction: 0.005 = half a point), sqnr minimum dB, mse maximum");
+  add_smoothquant_option(app, o->smoothquant);
+  add_plan_options(app, o->plan);
+  app.add_option("--metric", o->metric,
+                 "top1 (accuracy with --labels, else agreement with FP32), sqnr, cosine or mse");
+  app.add_option("--mode", o->mode,
+                 "only: one layer quantized; all-but: all layers but one quantized");
+  app.add_option(
+      "--target-drop", o->target_drop,
+      "keep the most sensitive layers float until the partial model meets this: top1/cosine "
+      "drop from FP32 (top1 a fraction: 0.005 = half a point), sqnr minimum dB, mse maximum");
   app.add_option("--max-float-layers", o->max_float, "cap on the float set (default: none)")
       ->check(at_least(0));
   app.add_option("-o,--output", o->out, "JSON report")->required();
   app.add_option("--html", o->html, "self-contained HTML report");
   app.add_option("--write", o->write, "write the partial model of --target-drop");
-  add_backend_options(app, o->backend);
+  add_backend_options(app, o->backend, true);
   app.add_option("--threads", o->threads, "CPU threads (default: all)")->check(at_least(0));
   app.add_option("--parallel", o->parallel,
                  "layers evaluated concurrently, each on threads / N threads (default: one a "
                  "thread where memory allows; 1 on Vulkan)")
       ->check(at_least(1));
-  app.add_flag("--no-reuse", o->no_reuse, "run every variant whole instead of reusing the float prefix");
-  return [o, &global]() { return sensitivity_command(*o, global); };
+  app.add_flag("--no-reuse", o->no_reuse,
+               "run every variant whole instead of reusing the float prefix");
+  return [o, &global, &app]() {
+    o->given = given_plan_flags(app);
+    return sensitivity_command(*o, global);
+  };
 }
 
 }  // namespace ptq::apps

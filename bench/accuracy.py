@@ -33,11 +33,14 @@ def run(cmd):
 
 
 def methods(ptq):
-    """The methods and the default, as `ptq quantize --help` states them."""
-    line = next(l for l in run([ptq, "quantize", "--help"]).splitlines() if "--method" in l)
-    default = re.search(r"--method \S*=(\w+)", line).group(1)
-    names = re.findall(r"\b(\w+)(?:,| or |$)", line.split(":", 1)[1])
-    return [n for n in names if n not in ("or",)], default
+    """The methods and the default, as `ptq quantize --help` states them (the option's line,
+    then its description, on one line or the next)."""
+    lines = run([ptq, "quantize", "--help"]).splitlines()
+    at = next(i for i, l in enumerate(lines) if l.strip().startswith("--method"))
+    default = re.search(r"TEXT=(\w+)", lines[at]).group(1)
+    text = " ".join(lines[at:at + 2])
+    listed = text.split("--data:", 1)[1].split("(", 1)[0]
+    return re.findall(r"[a-z]+", listed.replace(" or ", ",")), default
 
 
 def data_args(zoo, model, split):
@@ -91,8 +94,7 @@ def main():
             print(f"accuracy-zoo: {m['name']} done", file=sys.stderr)
         except RuntimeError as e:
             print(f"accuracy-zoo: {m['name']}: {e}", file=sys.stderr)
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = perf_md.commit()
     table = markdown(rows, names, default, commit)
     print(table)
     if args.perf_md:

@@ -1,6 +1,7 @@
-// Convolution kernel calls timed alone (docs/perf-history.md, CPU runtime), with Clip(0, 6) fused as in
-// MobileNetV2, on random inputs (fixed seed), by the kernel the CPU Conv kernel picks for the
-// shape (conv_lanes where it applies, else conv_fast; not Winograd), weights packed ahead.
+// Convolution kernel calls timed alone (docs/perf-history.md, CPU runtime), with Clip(0, 6) fused
+// as in MobileNetV2, on random inputs (fixed seed), by the kernel the CPU Conv kernel picks for the
+// shape (conv_lanes where it applies, else conv_fast; not Winograd), weights packed ahead, at the
+// build's highest instruction-set level (AVX-512 with GCC on x86-64).
 //   conv_bench conv N C M H K S THREADS REPS [GROUPS]
 //       a KxK conv, stride S, "same" pads, C -> M channels at HxH, batch N, in GROUPS groups
 //       (default 1; C = M = GROUPS: depthwise); the input is written once, so at a large batch
@@ -18,10 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "isa_begin.h"  // the kernels of the build's highest instruction-set level (PTQ_ISA)
 #include "conv.h"
 #include "gemm_packed.h"
+#include "isa_end.h"
 
 using namespace ptq::runtime::cpu;
+using namespace ptq::runtime::cpu::PTQ_ISA_NS;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -14,10 +14,12 @@
 #   5. upload: ResNet-18 batch 32 with inputs staged in host memory vs device memory (BAR);
 #   6. cputime: a 16-thread CPU entropy calibration's phases and per-step times;
 #   7. workers: CPU entropy calibration of 256 samples with --workers each of WORKERS (default
-#      "1 2 4"), in turn, REPEAT times (default 3): wall time and peak RSS.
+#      "1 2 4"), in turn, REPEAT times (default 3): wall time and peak RSS;
+#   8. zoo: bench/zoo_gpu.sh: every zoo model with --backend vulkan --strict against the CPU
+#      (agreement, whole-process times; the zoo is exported there first).
 # CALIB_WORKERS=N passes --workers N to the calib step's CPU runs.
 # Logs go to OUT (default /tmp/ptq-device).
-# Usage: bench/device.sh [gpu] [calib] [splitk] [phases] [upload] [cputime] [workers]
+# Usage: bench/device.sh [gpu] [calib] [splitk] [phases] [upload] [cputime] [workers] [zoo]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dist="${DIST:-$root/.dist}"
@@ -110,6 +112,9 @@ if [[ " $steps " == *" workers "* ]]; then
     done
   done 2>&1 | tee -a "$out/workers.log"
   cmp "$work/w1.json" "$work/w2.json" && echo "caches of 1 and 2 workers: same bytes" | tee -a "$out/workers.log"
+fi
+if [[ " $steps " == *" zoo "* ]]; then
+  DIST="$dist" OUT="$out" bash "$root/bench/zoo_gpu.sh" 2>&1 | tee "$out/zoo.log"
 fi
 if [[ " $steps " == *" calib "* ]]; then
   resnet18

@@ -1,6 +1,6 @@
 // The CPU's fp32 FMA peak, the yardstick for the convolution kernels' efficiency in
-// docs/perf-history.md: every thread runs independent AVX-512 (or AVX2) FMA chains, enough of them to
-// cover the FMA latency, on registers only.
+// docs/perf-history.md: every thread runs independent AVX-512 (or AVX2) FMA chains, enough of them
+// to cover the FMA latency, on registers only.
 //   fma_peak [THREADS...]   (default: 1 and all)
 // GCC 12's own avx512fintrin.h (`__m512 __Y = __Y;`) trips -Wuninitialized: a false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"

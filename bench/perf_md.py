@@ -1,5 +1,15 @@
-"""Replaces a generated table in docs/PERF.md: the text between a pair of markers."""
+"""Replaces a generated table in docs/PERF.md: the text between a pair of markers; and the
+commit a generated table names."""
 import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def commit():
+    """This checkout's short commit hash ("" outside git)."""
+    return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
 
 
 def splice(path, begin, end, table):

@@ -43,6 +43,12 @@ json tensor_json(const TensorRange& r) {
   return t;
 }
 
+json smoothquant_json(const SmoothQuantRecord& r) {
+  json factors = json::object();
+  for (const auto& [name, f] : r.factors) factors[name] = f;
+  return {{"alpha", r.alpha}, {"factors", factors}};
+}
+
 json header_json(const CalibrationTable& table) {
   json inputs = json::array();
   for (const auto& [name, shape] : table.model.inputs) {
@@ -52,7 +58,7 @@ json header_json(const CalibrationTable& table) {
   for (const auto& [k, v] : table.method_params) params[k] = v;
   json provenance = json::object();
   for (const auto& [k, v] : table.provenance) provenance[k] = v;
-  return {
+  json top = {
       {"format", kFormat},
       {"version", kVersion},
       {"model", {{"graph_sha256", table.model.graph_sha256}, {"opset", table.model.opset},
@@ -64,6 +70,11 @@ json header_json(const CalibrationTable& table) {
                        {"histogram_bins", kBins}}},
       {"provenance", provenance},
   };
+  if (table.smoothquant) top["smoothquant"] = smoothquant_json(*table.smoothquant);
+  // Written only when present, so caches without them keep their bytes.
+  if (!table.options.empty()) top["options"] = table.options;
+  if (!table.bias_corrections.empty()) top["bias_corrections"] = table.bias_corrections;
+  return top;
 }
 
 }  // namespace
@@ -117,7 +128,8 @@ class JsonReader {
 
   template <typename... Args>
   Status error(std::string_view anchor, fmt::format_string<Args...> f, Args&&... args) const {
-    return invalid_input("{}:{}: {}", file_, line_of(anchor), fmt::format(f, std::forward<Args>(args)...));
+    return invalid_input("{}:{}: {}", file_, line_of(anchor),
+                         fmt::format(f, std::forward<Args>(args)...));
   }
   // The line where `anchor` (a JSON key as written) first appears; 1 if not found.
   int64_t line_of(std::string_view anchor) const {
@@ -144,7 +156,8 @@ class JsonReader {
     }
     return it->get<int64_t>();
   }
-  Expected<std::string> string(const json& obj, std::string_view key, std::string_view anchor) const {
+  Expected<std::string> string(const json& obj, std::string_view key,
+                               std::string_view anchor) const {
     auto it = obj.find(key);
     if (it == obj.end()) return std::string();
     if (!it->is_string()) return error(anchor, "\"{}\" must be a string", key);
@@ -158,7 +171,8 @@ class JsonReader {
       return error(anchor, "histogram range {} is not a finite value >= 0", r.hist_max);
     }
     PTQ_ASSIGN_OR_RETURN(int64_t bins, integer(h, "bins", anchor, kBins));
-    if (bins != kBins) return error(anchor, "histogram has {} bins, this ptqkit reads {}", bins, kBins);
+    if (bins != kBins)
+      return error(anchor, "histogram has {} bins, this ptqkit reads {}", bins, kBins);
     auto counts = h.find("counts");
     if (counts == h.end() || !counts->is_array()) {
       return error(anchor, "histogram \"counts\" must be an array of [bin, count] pairs");
@@ -173,7 +187,8 @@ class JsonReader {
       }
       const uint64_t bin = pair[0].get<uint64_t>();
       const uint64_t count = pair[1].get<uint64_t>();
-      if (bin >= static_cast<uint64_t>(bins) || static_cast<int64_t>(bin) <= previous || count == 0) {
+      if (bin >= static_cast<uint64_t>(bins) || static_cast<int64_t>(bin) <= previous ||
+          count == 0) {
         return error(anchor, "histogram pair {}: bins must increase within [0, {}) with counts > 0",
                      dump(pair), bins);
       }
@@ -212,11 +227,13 @@ class JsonReader {
     for (const json& in : *inputs) {
       if (!in.is_object() || !in.contains("name") || !in["name"].is_string() ||
           !in.contains("shape") || !in["shape"].is_array()) {
-        return error("\"model\"", "model input {} must be {{\"name\": …, \"shape\": […]}}", dump(in));
+        return error("\"model\"", "model input {} must be {{\"name\": …, \"shape\": […]}}",
+                     dump(in));
       }
       std::vector<int64_t> shape;
       for (const json& d : in["shape"]) {
-        if (!d.is_number_integer()) return error("\"model\"", "input shape {} has a non-integer", dump(in));
+        if (!d.is_number_integer())
+          return error("\"model\"", "input shape {} has a non-integer", dump(in));
         shape.push_back(d.get<int64_t>());
       }
       m.inputs.emplace_back(in["name"].get<std::string>(), std::move(shape));
@@ -251,12 +268,72 @@ class JsonReader {
     return {};
   }
 
+  // Factors are finite and > 0 (each divides an activation channel), alpha in [0, 1].
+  Status smoothquant(const json& top, CalibrationTable& table) const {
+    constexpr std::string_view a = "\"smoothquant\"";
+    auto it = top.find("smoothquant");
+    if (it == top.end()) return {};
+    if (!it->is_object()) return error(a, "\"smoothquant\" must be an object");
+    SmoothQuantRecord r;
+    PTQ_ASSIGN_OR_RETURN(r.alpha, number(*it, "alpha", a, false));
+    if (!(r.alpha >= 0.0 && r.alpha <= 1.0)) {
+      return error(a, "smoothquant alpha {} is not in [0, 1]", r.alpha);
+    }
+    auto factors = it->find("factors");
+    if (factors == it->end() || !factors->is_object()) {
+      return error(a, "smoothquant \"factors\" must be an object of arrays");
+    }
+    for (const auto& [name, f] : factors->items()) {
+      if (!f.is_array()) return error(a, "smoothquant factors of '{}' must be an array", name);
+      std::vector<double>& out = r.factors[name];
+      for (const json& v : f) {
+        if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
+          return error(a, "smoothquant factor {} of '{}' is not a finite number > 0", dump(v),
+                       name);
+        }
+        out.push_back(v.get<double>());
+      }
+    }
+    table.smoothquant = std::move(r);
+    return {};
+  }
+
+  Status options(const json& top, CalibrationTable& table) const {
+    auto p = top.find("options");
+    if (p == top.end()) return {};
+    if (!p->is_object()) return error("\"options\"", "\"options\" must be an object");
+    for (const auto& [k, v] : p->items()) {
+      if (!v.is_string()) return error("\"options\"", "option \"{}\" must be a string", k);
+      table.options[k] = v.get<std::string>();
+    }
+    return {};
+  }
+
+  Status bias_corrections(const json& top, CalibrationTable& table) const {
+    constexpr std::string_view a = "\"bias_corrections\"";
+    auto p = top.find("bias_corrections");
+    if (p == top.end()) return {};
+    if (!p->is_object()) return error(a, "\"bias_corrections\" must be an object");
+    for (const auto& [unit, values] : p->items()) {
+      if (!values.is_array()) return error(a, "bias correction \"{}\" must be an array", unit);
+      std::vector<double>& out = table.bias_corrections[unit];
+      for (const json& v : values) {
+        if (!v.is_number() || !std::isfinite(v.get<double>())) {
+          return error(a, "bias correction \"{}\" holds {}, not a finite number", unit, dump(v));
+        }
+        out.push_back(v.get<double>());
+      }
+    }
+    return {};
+  }
+
   Expected<CalibrationTable> read() const {
     PTQ_ASSIGN_OR_RETURN(json top, detail::parse_json_text(text_, file_));
     if (!top.is_object()) return error("", "a ptqkit cache is a JSON object");
     auto format = top.find("format");
     if (format == top.end() || *format != kFormat) {
-      return error("\"format\"", "not a ptqkit calibration cache (\"format\" must be \"{}\")", kFormat);
+      return error("\"format\"", "not a ptqkit calibration cache (\"format\" must be \"{}\")",
+                   kFormat);
     }
     auto version = top.find("version");
     if (version == top.end() || !version->is_number_integer() || *version != kVersion) {
@@ -266,6 +343,7 @@ class JsonReader {
     CalibrationTable table;
     PTQ_RETURN_IF_ERROR(model(top, table.model));
     PTQ_RETURN_IF_ERROR(calibration(top, table));
+    PTQ_RETURN_IF_ERROR(smoothquant(top, table));
     if (auto p = top.find("provenance"); p != top.end()) {
       if (!p->is_object()) return error("\"provenance\"", "\"provenance\" must be an object");
       for (const auto& [k, v] : p->items()) {
@@ -273,6 +351,8 @@ class JsonReader {
         table.provenance[k] = v.get<std::string>();
       }
     }
+    PTQ_RETURN_IF_ERROR(options(top, table));
+    PTQ_RETURN_IF_ERROR(bias_corrections(top, table));
     auto tensors = top.find("tensors");
     if (tensors == top.end() || !tensors->is_object()) {
       return error("\"tensors\"", "missing \"tensors\" object");

@@ -21,7 +21,8 @@ namespace {
 // The [lowest, highest] written for a tensor: what was seen for min-max tables, else the
 // symmetric range the table's method chose.
 std::pair<double, double> ort_range(const CalibrationTable& table, const TensorRange& r) {
-  if (table.method == "minmax" && std::isfinite(r.min) && std::isfinite(r.max)) return {r.min, r.max};
+  if (table.method == "minmax" && std::isfinite(r.min) && std::isfinite(r.max))
+    return {r.min, r.max};
   return {-r.amax, r.amax};
 }
 
@@ -77,7 +78,9 @@ Expected<CalibrationTable> parse_ort_text(std::string_view text, std::string_vie
     }
     const std::string name(line.substr(0, sep));
     if (!std::isfinite(v)) {
-      if (warnings) warnings->push_back(fmt::format("{}:{}: tensor '{}' has range {}: skipped", file, i + 1, name, v));
+      if (warnings)
+        warnings->push_back(
+            fmt::format("{}:{}: tensor '{}' has range {}: skipped", file, i + 1, name, v));
       continue;
     }
     if (v < 0.0 && warnings) {
@@ -99,14 +102,18 @@ std::string ort_json_string(const CalibrationTable& table, OrtJsonStyle style) {
     if (style == OrtJsonStyle::kMinMax) {
       data[name] = json::array({lo, hi});
     } else {
-      auto array = [](double v) { return json{{"CLS", "numpy.array"}, {"data", v}, {"dtype", "float32"}}; };
+      auto array = [](double v) {
+        return json{{"CLS", "numpy.array"}, {"data", v}, {"dtype", "float32"}};
+      };
       data[name] = {{"CLS", "TensorData"}, {"lowest", array(lo)}, {"highest", array(hi)}};
     }
   }
-  if (style == OrtJsonStyle::kMinMax) return data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  json top = {{"CLS", "TensorsData"},
-              {"calibration_method", {{"CLS", "CalibrationMethod"}, {"value", ort_method(table.method)}}},
-              {"data", data}};
+  if (style == OrtJsonStyle::kMinMax)
+    return data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  json top = {
+      {"CLS", "TensorsData"},
+      {"calibration_method", {{"CLS", "CalibrationMethod"}, {"value", ort_method(table.method)}}},
+      {"data", data}};
   return top.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -136,10 +143,12 @@ Expected<CalibrationTable> parse_ort_json(std::string_view text, std::string_vie
     data = &top["data"];
     if (auto m = top.find("calibration_method"); m != top.end() && m->is_object()) {
       auto value = m->find("value");
-      if (value != m->end() && value->is_string()) table.method = method_of(value->get<std::string>());
+      if (value != m->end() && value->is_string())
+        table.method = method_of(value->get<std::string>());
     }
   }
-  if (!data->is_object()) return invalid_input("{}:1: expected a JSON object of tensor ranges", file);
+  if (!data->is_object())
+    return invalid_input("{}:1: expected a JSON object of tensor ranges", file);
   for (const auto& [name, v] : data->items()) {
     std::optional<double> lo, hi;
     if (v.is_array() && v.size() == 2) {
@@ -151,11 +160,14 @@ Expected<CalibrationTable> parse_ort_json(std::string_view text, std::string_vie
     }
     if (!lo || !hi) {
       const size_t at = text.find(json(name).dump());
-      return invalid_input("{}:{}: tensor '{}': expected [min, max] or {{\"lowest\", \"highest\"}}",
-                           file, detail::line_of_offset(text, at == std::string_view::npos ? 0 : at), name);
+      return invalid_input(
+          "{}:{}: tensor '{}': expected [min, max] or {{\"lowest\", \"highest\"}}", file,
+          detail::line_of_offset(text, at == std::string_view::npos ? 0 : at), name);
     }
     if (!std::isfinite(*lo) || !std::isfinite(*hi)) {
-      if (warnings) warnings->push_back(fmt::format("{}: tensor '{}' has a non-finite range: skipped", file, name));
+      if (warnings)
+        warnings->push_back(
+            fmt::format("{}: tensor '{}' has a non-finite range: skipped", file, name));
       continue;
     }
     table.tensors[name] = from_min_max(*lo, *hi);

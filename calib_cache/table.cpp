@@ -112,8 +112,9 @@ Expected<CalibrationTable> merge_tables(std::span<const CalibrationTable> shards
     const std::string& a = shards[0].model.graph_sha256;
     const std::string& b = shards[s].model.graph_sha256;
     if (!options.force && !a.empty() && !b.empty() && a != b) {
-      return invalid_input("shard {} was calibrated for graph {}, shard 1 for {} (--force merges anyway)",
-                           s + 1, b, a);
+      return invalid_input(
+          "shard {} was calibrated for graph {}, shard 1 for {} (--force merges anyway)", s + 1, b,
+          a);
     }
   }
   PTQ_RETURN_IF_ERROR(check_same_tensors(shards));
@@ -132,6 +133,7 @@ Expected<CalibrationTable> merge_tables(std::span<const CalibrationTable> shards
   merged.run = merge_run(shards);
   merged.provenance = shards[0].provenance;
   merged.provenance["merged_shards"] = std::to_string(shards.size());
+  merged.smoothquant = shards[0].smoothquant;
   merged.method = "minmax";
   merged.tensors = shards[0].tensors;
   for (auto& [name, r] : merged.tensors) {
@@ -172,7 +174,8 @@ Status require_same_model(const CalibrationTable& table, std::string_view graph_
 
 Warnings describe(const ModelCheck& check) {
   Warnings out;
-  if (!check.hash_matches) out.push_back("the cache was calibrated for another graph (hash differs)");
+  if (!check.hash_matches)
+    out.push_back("the cache was calibrated for another graph (hash differs)");
   if (!check.missing.empty()) {
     out.push_back(fmt::format("{} tensor(s) missing from the cache run in higher precision: {}",
                               check.missing.size(), join(check.missing)));

@@ -43,7 +43,8 @@ std::optional<int64_t> parse_uint(std::string_view s) {
 Expected<TrtVersion> parse_trt_version(std::string_view text) {
   if (text.find('.') == std::string_view::npos) {
     auto code = parse_uint(text);
-    if (!code || *code < 1000) return usage_error("TensorRT version '{}' is not like 8.6.1 or 8601", text);
+    if (!code || *code < 1000)
+      return usage_error("TensorRT version '{}' is not like 8.6.1 or 8601", text);
     return trt_version_from_code(*code);
   }
   int parts[3] = {0, 0, 0};
@@ -52,7 +53,8 @@ Expected<TrtVersion> parse_trt_version(std::string_view text) {
     size_t dot = text.find('.', start);
     std::string_view part = text.substr(start, dot == std::string_view::npos ? dot : dot - start);
     auto v = parse_uint(part);
-    if (!v || n == 3 || *v > 99) return usage_error("TensorRT version '{}' is not like 8.6.1", text);
+    if (!v || n == 3 || *v > 99)
+      return usage_error("TensorRT version '{}' is not like 8.6.1", text);
     parts[n++] = static_cast<int>(*v);
     if (dot == std::string_view::npos) break;
     start = dot + 1;
@@ -102,7 +104,8 @@ std::string method_of(std::string_view algorithm) {
 
 }  // namespace
 
-Expected<std::string> trt_cache_string(const CalibrationTable& table, const TrtWriteOptions& options) {
+Expected<std::string> trt_cache_string(const CalibrationTable& table,
+                                       const TrtWriteOptions& options) {
   const std::string algorithm = algorithm_for(table, options);
   if (algorithm.find_first_of(" \r\n") != std::string::npos) {
     return usage_error("TensorRT algorithm name '{}' holds whitespace", algorithm);
@@ -127,7 +130,8 @@ Expected<CalibrationTable> parse_trt_cache(std::string_view text, std::string_vi
                                            Warnings* warnings) {
   const std::vector<std::string_view> lines = detail::split_lines(text);
   if (lines.empty() || !lines[0].starts_with("TRT-")) {
-    return invalid_input("{}:1: not a TensorRT calibration cache (line 1 must start with 'TRT-')", file);
+    return invalid_input("{}:1: not a TensorRT calibration cache (line 1 must start with 'TRT-')",
+                         file);
   }
   const std::string_view header = lines[0].substr(4);
   const size_t dash = header.find('-');
@@ -151,8 +155,9 @@ Expected<CalibrationTable> parse_trt_cache(std::string_view text, std::string_vi
     std::optional<float> scale;
     if (sep != std::string_view::npos && sep > 0) scale = parse_trt_hex(line.substr(sep + 2));
     if (!scale) {
-      return invalid_input("{}:{}: malformed entry '{}' (expected '<tensor name>: <1-8 hex digits>')",
-                           file, i + 1, line);
+      return invalid_input(
+          "{}:{}: malformed entry '{}' (expected '<tensor name>: <1-8 hex digits>')", file, i + 1,
+          line);
     }
     const std::string name(line.substr(0, sep));
     if (!std::isfinite(*scale) || std::signbit(*scale)) {
@@ -161,7 +166,8 @@ Expected<CalibrationTable> parse_trt_cache(std::string_view text, std::string_vi
       continue;
     }
     if (table.tensors.contains(name)) {
-      warn(fmt::format("{}:{}: tensor '{}' appears twice; the last entry is used", file, i + 1, name));
+      warn(fmt::format("{}:{}: tensor '{}' appears twice; the last entry is used", file, i + 1,
+                       name));
     }
     TensorRange r;
     r.amax = static_cast<double>(*scale) * 127.0;

@@ -27,8 +27,9 @@ TensorCollector::TensorCollector(std::string name, CollectorOptions options)
 Status TensorCollector::add_range(const BatchRange& batch, int64_t elements, SampleSpan samples) {
   if (finished_) return runtime_error("tensor '{}': range pass already finished", name_);
   if (batch.nonfinite > 0 && !options_.ignore_nonfinite) {
-    return invalid_input("tensor '{}': non-finite value (NaN or Inf) in {} (--ignore-nonfinite skips them)",
-                         name_, sample_of(batch.first_nonfinite, elements, samples));
+    return invalid_input(
+        "tensor '{}': non-finite value (NaN or Inf) in {} (--ignore-nonfinite skips them)", name_,
+        sample_of(batch.first_nonfinite, elements, samples));
   }
   const int64_t finite = elements - batch.nonfinite;
   if (finite > 0) {

@@ -41,6 +41,14 @@ const CalibratorInfo* find_calibrator(std::string_view name) {
   return nullptr;
 }
 
+std::string_view canonical_calibrator_name(std::string_view name) {
+  if (name == "max") return "minmax";  // ModelOpt's --calibration_method max
+  for (const CalibratorInfo& c : kCalibrators) {
+    if (c.name == name || (!c.ort_name.empty() && c.ort_name == name)) return c.name;
+  }
+  return "";
+}
+
 std::string calibrator_names() {
   std::string out;
   for (const CalibratorInfo& c : kCalibrators) {

@@ -9,7 +9,8 @@ namespace ptq::calib {
 
 namespace {
 
-Expected<std::function<double(int64_t)>> element_reader(const ir::Tensor& w, std::string_view name) {
+Expected<std::function<double(int64_t)>> element_reader(const ir::Tensor& w,
+                                                        std::string_view name) {
   switch (w.dtype()) {
     case ir::DType::kFloat32: {
       const float* p = w.data<float>();
@@ -81,7 +82,8 @@ Expected<std::vector<double>> weight_amax(const ir::Tensor& weight, std::optiona
         ++counts[static_cast<size_t>(histogram_bin(v, T))];
       }
     }
-    PTQ_ASSIGN_OR_RETURN(amax[static_cast<size_t>(c)], compute_amax(HistogramView{T, counts}, config));
+    PTQ_ASSIGN_OR_RETURN(amax[static_cast<size_t>(c)],
+                         compute_amax(HistogramView{T, counts}, config));
   }
   return amax;
 }

@@ -13,6 +13,7 @@ and OUTDIR/manifest.json lists every model written so far. Every file goes to a 
 and is renamed, so an interrupted run leaves no truncated file. BatchNorm running statistics are
 set as scripts/export_models.py sets them, so activations keep a realistic scale.
 """
+import inspect
 import json
 import math
 import os
@@ -308,6 +309,13 @@ def reinit_zero_weights(model):
                 nn.init.normal_(w, std=0.02)
 
 
+def legacy_exporter():
+    """Newer torch (2.9 on) exports through dynamo by default, which ignores dynamic_axes and
+    writes other graphs; the zoo is defined by the TorchScript exporter that Debian's torch has."""
+    params = inspect.signature(torch.onnx.export).parameters
+    return {"dynamo": False} if "dynamo" in params else {}
+
+
 def export(name, outdir):
     family, opset, batch, build, inputs, outputs = ZOO[name]
     torch.manual_seed(SEED)
@@ -324,7 +332,8 @@ def export(name, outdir):
     dynamic = {k: {0: "batch"} for k in list(inputs) + outputs}
     torch.onnx.export(model, example, path + ".tmp", input_names=list(inputs),
                       output_names=outputs, dynamic_axes=dynamic, opset_version=opset,
-                      do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL)
+                      do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL,
+                      **legacy_exporter())
     os.replace(path + ".tmp", path)
     for split, count, seed in (("calib", NUM_CALIB, SEED + 1), ("test", NUM_TEST, SEED + 2)):
         folder = os.path.join(outdir, name, split)

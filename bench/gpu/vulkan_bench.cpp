@@ -89,7 +89,8 @@ void bench_gemm(vulkan::Context& ctx, int64_t n, const vulkan::GemmTile* tile) {
   p.a_rs = p.b_rs = p.c_rs = static_cast<int32_t>(n);
   p.a_cs = p.b_cs = 1;
   p.c_bs = static_cast<int32_t>(n * n);
-  const int reps = std::max<int>(2, static_cast<int>(std::min<int64_t>(50, (int64_t{8} << 30) / (n * n * n) + 2)));
+  const int reps = std::max<int>(
+      2, static_cast<int>(std::min<int64_t>(50, (int64_t{8} << 30) / (n * n * n) + 2)));
   vulkan::DescriptorArena arena(ctx.device());
   VkCommandBuffer cmd = must(ctx.allocate_command_buffer());
   VkCommandBufferBeginInfo bi{};
@@ -122,17 +123,19 @@ void bench_gemm(vulkan::Context& ctx, int64_t n, const vulkan::GemmTile* tile) {
   }
   const double tflops = 2.0 * static_cast<double>(n) * n * n * reps / best / 1e12;
   const vulkan::GemmTile used = tile != nullptr ? *tile : vulkan::gemm_tile(ctx, n, n, 1);
-  fmt::print("{{\"bench\": \"gemm\", \"n\": {}, \"tile\": \"{}x{}\", \"reps\": {}, \"seconds\": {:.6f}, "
-             "\"tflops\": {:.3f}, \"max_err_per_sqrt_k\": {:.3g}}}\n", n, used.m, used.n, reps, best, tflops, worst);
+  fmt::print(
+      "{{\"bench\": \"gemm\", \"n\": {}, \"tile\": \"{}x{}\", \"reps\": {}, \"seconds\": {:.6f}, "
+      "\"tflops\": {:.3f}, \"max_err_per_sqrt_k\": {:.3g}}}\n",
+      n, used.m, used.n, reps, best, tflops, worst);
   ctx.free_command_buffer(cmd);
 }
 
 // Pipeline build times of the shaders a ResNet-18 calibration dispatches.
 void bench_pipelines(int device) {
   const std::vector<std::pair<std::string, uint32_t>> shaders = {
-      {"conv_gemm", 5}, {"conv_gemm_m", 5}, {"conv_gemm_w", 5}, {"conv_gemm_l", 5}, {"gemm", 4}, {"gemm_m", 4},
-      {"gemm_l", 4},    {"pool", 2},        {"binary", 3},      {"unary", 2}, {"minmax", 2},
-      {"histogram", 2}};
+      {"conv_gemm", 5}, {"conv_gemm_m", 5}, {"conv_gemm_w", 5}, {"conv_gemm_l", 5},
+      {"gemm", 4},      {"gemm_m", 4},      {"gemm_l", 4},      {"pool", 2},
+      {"binary", 3},    {"unary", 2},       {"minmax", 2},      {"histogram", 2}};
   {
     const auto t_ctx = Clock::now();
     auto ctx = must(vulkan::Context::create(options(device)));
@@ -140,14 +143,15 @@ void bench_pipelines(int device) {
     for (const auto& [name, bindings] : shaders) {
       const auto t0 = Clock::now();
       must(ctx->pipeline(name, bindings, 128).status());
-      fmt::print("{{\"bench\": \"pipeline\", \"shader\": \"{}\", \"ms\": {:.1f}}}\n", name, seconds_since(t0) * 1e3);
+      fmt::print("{{\"bench\": \"pipeline\", \"shader\": \"{}\", \"ms\": {:.1f}}}\n", name,
+                 seconds_since(t0) * 1e3);
     }
   }
   auto ctx = must(vulkan::Context::create(options(device)));
   const auto t0 = Clock::now();
   must(ctx->prepare_pipelines(shaders));
-  fmt::print("{{\"bench\": \"pipelines_parallel\", \"count\": {}, \"ms\": {:.1f}}}\n", shaders.size(),
-             seconds_since(t0) * 1e3);
+  fmt::print("{{\"bench\": \"pipelines_parallel\", \"count\": {}, \"ms\": {:.1f}}}\n",
+             shaders.size(), seconds_since(t0) * 1e3);
 }
 
 // ---- ResNet-18 built in code (what torchvision's resnet18 exports to, BN folded) ----------
@@ -172,11 +176,13 @@ struct Builder {
     n.name = name;
     n.inputs = {x, name + ".w", name + ".b"};
     n.outputs = {name + ".y"};
-    n.attributes = {ints("kernel_shape", {k, k}), ints("strides", {s, s}), ints("pads", {p, p, p, p})};
+    n.attributes = {ints("kernel_shape", {k, k}), ints("strides", {s, s}),
+                    ints("pads", {p, p, p, p})};
     m.graph.nodes.push_back(n);
     return name + ".y";
   }
-  std::string op(const std::string& type, std::vector<std::string> in, std::vector<ir::Attribute> attrs = {}) {
+  std::string op(const std::string& type, std::vector<std::string> in,
+                 std::vector<ir::Attribute> attrs = {}) {
     ir::Node n;
     n.op_type = type;
     n.name = fmt::format("{}{}", type, count++);
@@ -306,7 +312,8 @@ class Calibration final : public runtime::Observer {
   std::map<std::string, std::vector<uint64_t>> hist;
 };
 
-void bench_calibration(const ir::Model& model, int64_t samples, int64_t batch, bool gpu, int device) {
+void bench_calibration(const ir::Model& model, int64_t samples, int64_t batch, bool gpu,
+                       int device) {
   std::unique_ptr<runtime::Backend> cpu_backend;
   auto exec = make_executor(model, gpu, device, cpu_backend);
   const ir::Tensor all = random_images(samples, 12);
@@ -318,7 +325,8 @@ void bench_calibration(const ir::Model& model, int64_t samples, int64_t batch, b
     cal.first_pass = pass == 0;
     for (int64_t first = 0; first < samples; first += batch) {
       const int64_t n = std::min(batch, samples - first);
-      const ir::Tensor x = ir::Tensor::borrow(ir::DType::kFloat32, {n, 3, 224, 224}, all.data<float>() + first * per);
+      const ir::Tensor x = ir::Tensor::borrow(ir::DType::kFloat32, {n, 3, 224, 224},
+                                              all.data<float>() + first * per);
       must(exec->run({{"input", x}}, obs).status());
     }
   }
@@ -326,9 +334,10 @@ void bench_calibration(const ir::Model& model, int64_t samples, int64_t batch, b
   for (const auto& [name, h] : cal.hist) {
     checksum += calib::entropy_amax(calib::HistogramView{cal.amax[name], h}, calib::MethodConfig{});
   }
-  fmt::print("{{\"bench\": \"calib_entropy\", \"backend\": \"{}\", \"samples\": {}, \"batch\": {}, "
-             "\"tensors\": {}, \"seconds\": {:.3f}, \"amax_sum\": {:.4f}}}\n", gpu ? "vulkan" : "cpu",
-             samples, batch, cal.hist.size(), seconds_since(t0), checksum);
+  fmt::print(
+      "{{\"bench\": \"calib_entropy\", \"backend\": \"{}\", \"samples\": {}, \"batch\": {}, "
+      "\"tensors\": {}, \"seconds\": {:.3f}, \"amax_sum\": {:.4f}}}\n",
+      gpu ? "vulkan" : "cpu", samples, batch, cal.hist.size(), seconds_since(t0), checksum);
 }
 
 }  // namespace
@@ -352,7 +361,8 @@ int main(int argc, char** argv) {
   }
   auto devices = must(vulkan::list_vulkan_devices());
   if (device < 0 || device >= static_cast<int>(devices.size())) {
-    fmt::print(stderr, "ptq_vulkan_bench: no Vulkan device {} ({} found)\n", device, devices.size());
+    fmt::print(stderr, "ptq_vulkan_bench: no Vulkan device {} ({} found)\n", device,
+               devices.size());
     return 1;
   }
   const vulkan::DeviceInfo& d = devices[static_cast<size_t>(device)];
@@ -362,7 +372,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "gemm") {
       auto ctx = must(vulkan::Context::create(options(device)));
-      for (size_t j = i + 1; j < args.size() && std::isdigit(static_cast<unsigned char>(args[j][0])); ++j) {
+      for (size_t j = i + 1;
+           j < args.size() && std::isdigit(static_cast<unsigned char>(args[j][0])); ++j) {
         bench_gemm(*ctx, std::atoll(args[j].c_str()), tile ? &*tile : nullptr);
       }
     } else if (args[i] == "pipelines") {
@@ -374,7 +385,8 @@ int main(int argc, char** argv) {
       if (cpu) bench_resnet(model, batch, false, device);
     } else if (args[i] == "calib" && i + 2 < args.size()) {
       const ir::Model model = resnet18();
-      const int64_t samples = std::atoll(args[i + 1].c_str()), batch = std::atoll(args[i + 2].c_str());
+      const int64_t samples = std::atoll(args[i + 1].c_str()),
+                    batch = std::atoll(args[i + 2].c_str());
       bench_calibration(model, samples, batch, true, device);
       if (cpu) bench_calibration(model, samples, batch, false, device);
     }

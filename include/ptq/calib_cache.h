@@ -53,6 +53,15 @@ struct RunInfo {
   bool ignore_nonfinite = false;
 };
 
+// SmoothQuant's record (docs/SMOOTHQUANT.md): the model was smoothed before calibration with
+// these per-channel factors, keyed by the activation each divides (its last axis), so a
+// quantize from this cache smooths the float model again the same way without data.
+struct SmoothQuantRecord {
+  double alpha = 0.5;
+  std::map<std::string, std::vector<double>> factors;
+  bool operator==(const SmoothQuantRecord&) const = default;
+};
+
 struct CalibrationTable {
   std::map<std::string, TensorRange> tensors;  // sorted by name: files are byte-stable
   std::string method;                          // "entropy", "minmax", "percentile", "mse"
@@ -61,6 +70,15 @@ struct CalibrationTable {
   RunInfo run;
   // Free-form extras recorded in the JSON cache (e.g. "trt_version" read from a TensorRT cache).
   std::map<std::string, std::string> provenance;
+  // Set when the ranges were measured on the SmoothQuant-smoothed model (JSON key
+  // "smoothquant"; the other formats cannot carry it).
+  std::optional<SmoothQuantRecord> smoothquant;
+  // The options a model was quantized with from this table (`ptq quantize` records them:
+  // calibration::record_settings), one key each; empty when none were recorded.
+  std::map<std::string, std::string> options;
+  // Bias corrections measured with this table, per quantization unit, one per output channel
+  // (planner::PlanOptions::bias_corrections); empty without --bias-correction.
+  std::map<std::string, std::vector<double>> bias_corrections;
 
   const TensorRange* find(const std::string& name) const {
     auto it = tensors.find(name);
@@ -88,7 +106,8 @@ CacheFormat detect_format(std::string_view bytes);
 using Warnings = std::vector<std::string>;
 
 // Reads a cache of any format; errors name the file and line.
-Expected<CalibrationTable> read_cache(const std::filesystem::path& path, Warnings* warnings = nullptr);
+Expected<CalibrationTable> read_cache(const std::filesystem::path& path,
+                                      Warnings* warnings = nullptr);
 
 // ---- ptqkit JSON cache ----------------------------------------------------------------------
 

@@ -20,6 +20,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +31,7 @@
 #include "ptq/calib_cache.h"
 #include "ptq/calibrators.h"
 #include "ptq/data.h"
+#include "ptq/dist.h"
 #include "ptq/ir.h"
 #include "ptq/onnx.h"
 #include "ptq/planner.h"
@@ -64,6 +68,10 @@ struct CalibrationOptions {
   int threads = 1;
   // Read the next batch on a second thread while the current one runs.
   bool prefetch = true;
+  // The processes sharing the run (borrowed; null: this process alone). Every rank calls
+  // calibrate() with the same model, data and options; rank 0 gets the table, the others an
+  // empty one. An error is every rank's: that of the first failing batch, whichever rank ran it.
+  dist::Communicator* comm = nullptr;
   // Recorded in the table's run info.
   std::string backend = "cpu";
   std::string date;            // ISO 8601; the library never reads a clock
@@ -100,6 +108,55 @@ Expected<calib::CalibrationTable> calibrate(const ir::Model& model,
 // fed.
 calib::ModelIdentity model_identity(const ir::Model& model);
 
+// ---- quantize settings -------------------------------------------------------------------------
+
+// What decides a quantized model besides the ranges: the planner's options and whether biases
+// are corrected. A JSON cache written by `ptq quantize` records them (CalibrationTable::options,
+// one key each; other keys there belong to other options and are kept), so that quantizing
+// again with that cache reproduces the model byte for byte.
+struct QuantizeSettings {
+  planner::PlanOptions plan{};
+  bool bias_correction = false;
+};
+
+// The command-line flags of the recorded settings ("--target", "--per-tensor-weights", …).
+std::vector<std::string> recorded_option_flags();
+// Writes the settings into table.options (other keys kept).
+void record_settings(const QuantizeSettings& settings, calib::CalibrationTable& table);
+// Takes the settings `table` records: each recorded option whose flag is not in `given` is
+// adopted; a given one wins (as TensorRT's builder flags do over a calibration cache). The one
+// refusal: with bias correction on and corrections in `table`, a given option that changes the
+// quantized weights they were measured for (per-tensor weights, BatchNormalization folding) is
+// invalid input naming the flag, both values and `cache_file`, unless `force` (then a warning).
+// Options the cache does not record (an older cache, a TensorRT one) stay as given.
+Expected<calib::Warnings> adopt_settings(const calib::CalibrationTable& table,
+                                         std::string_view cache_file,
+                                         const std::set<std::string>& given, bool force,
+                                         QuantizeSettings& settings);
+
+// ---- bias correction ---------------------------------------------------------------------------
+
+// The bias corrections (planner::PlanOptions::bias_corrections) for quantizing `model` with
+// `table` and `options`: for each unit whose Conv, ConvTranspose or Gemm weight the plan
+// quantizes, the per-output-channel mean over `dataset` (bound to the model) of op(x, Wq - W),
+// x the float model's input to the op, W its weight as apply() quantizes it (BatchNormalization
+// folded) and Wq = planner::fake_quantize_weights(W): the mean output shift the quantized weight
+// causes (Nagel et al. 2019, empirical bias correction). One pass on the CPU with `threads`;
+// float64 running sums per channel, so memory does not grow with the sample count. ORT weight
+// scales widened for an int32 bias (rare) are not seen: those channels are corrected for the
+// unwidened scales. MatMul (no bias input) is not corrected.
+Expected<planner::BiasCorrections> measure_bias_corrections(const ir::Model& model,
+                                                            const calib::CalibrationTable& table,
+                                                            const planner::PlanOptions& options,
+                                                            const data::Dataset& dataset,
+                                                            int threads);
+
+// Sets settings.plan.bias_corrections when settings.bias_correction: measured on `dataset` when
+// given (and stored in table.bias_corrections, for the cache), else the ones `table` holds; a
+// usage error when there is neither data nor a cache recording bias correction.
+Status use_bias_correction(const ir::Model& model, calib::CalibrationTable& table,
+                           const data::Dataset* dataset, int threads, QuantizeSettings& settings);
+
 // ---- reusing a cache ---------------------------------------------------------------------------
 
 // What a cache may have been calibrated for: the graph hash of every form of the model (as
@@ -129,6 +186,10 @@ struct CacheUse {
   // in `model`: tensors missing from the cache, and entries naming no value of the model, are
   // warnings (entries for values the plan leaves float, an --exclude say, are expected).
   const planner::PlanOptions* plan = nullptr;
+  // When given, the settings the cache records are adopted into it first (adopt_settings with
+  // `given`), and the fit is checked against its plan instead of `plan`.
+  QuantizeSettings* settings = nullptr;
+  std::set<std::string> given{};
 };
 
 // A cache read for a model, with the warnings to show: the reader's, then the checks'.
@@ -143,6 +204,35 @@ struct AcceptedCache {
 // TensorRT or ONNX Runtime file) is taken as it is.
 Expected<AcceptedCache> read_cache_for(const ir::Model& model, const ModelForms& forms,
                                        const std::filesystem::path& path, const CacheUse& use);
+
+// ---- SmoothQuant (docs/SMOOTHQUANT.md) --------------------------------------------------------
+
+struct SmoothQuantRunOptions {
+  planner::SmoothQuantOptions smoothing{};
+  int threads = 1;      // the executor's
+  ProgressFn progress;  // optional; pass 1 of 1
+};
+
+// max |x| per channel of the last axis of each of `tensors` over `dataset`, run on `executor`,
+// whose backend must hand observers host tensors (the CPU backend). One double per channel is
+// kept whatever the sample count; NaN/Inf are skipped (calibration reports them).
+Expected<std::map<std::string, std::vector<double>>> channel_maxima(
+    runtime::Executor& executor, const data::Dataset& dataset,
+    std::span<const std::string> tensors, const ProgressFn& progress = {});
+
+// One pass of `dataset` (bound to `model`) on `backend` measures the channel maxima of every
+// planner::smoothquant_targets tensor, then smooths `model` in place with the factors of those
+// with outlier channels (planner::smoothquant_factors, planner::apply_smoothquant). Returns the
+// record to keep in the calibration table (no factors: nothing was smoothed).
+Expected<calib::SmoothQuantRecord> smoothquant(ir::Model& model, runtime::Backend& backend,
+                                               const data::Dataset& dataset,
+                                               const SmoothQuantRunOptions& options);
+
+// For a quantize from the cache at `path`: when it records SmoothQuant factors (a ptqkit JSON
+// cache), smooths `model` with them and adds the smoothed form to `forms`, so the cache, whose
+// graph hash is the smoothed model's, is accepted. Returns the record, or nullopt.
+Expected<std::optional<calib::SmoothQuantRecord>> smooth_as_cached(
+    ir::Model& model, ModelForms& forms, const std::filesystem::path& path);
 
 // ---- input shapes for planning -----------------------------------------------------------------
 

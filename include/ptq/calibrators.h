@@ -12,8 +12,8 @@
 //                       ir::num_elements(t.shape), {first, n});
 //   collector.finish_ranges();                             // fixes T per tensor
 //   // phase 2, same samples (any order):
-//   collector.add_histogram(t.name, [&](double T, std::span<uint64_t> c) { t.stats.histogram(T, c); });
-//   PTQ_ASSIGN_OR_RETURN(CalibrationTable table, collector.table(method));
+//   collector.add_histogram(t.name, [&](double T, std::span<uint64_t> c) { t.stats.histogram(T, c);
+//   }); PTQ_ASSIGN_OR_RETURN(CalibrationTable table, collector.table(method));
 //   // then fill table.model / table.run and write it (calib::write_cache).
 //
 // Every method is a pure function of (T, counts), so a cache that stores histograms can be
@@ -123,6 +123,9 @@ std::span<const CalibratorInfo> calibrators();
 std::span<const CalibratorParam> calibrator_params();
 // The calibrator called `name`, or null.
 const CalibratorInfo* find_calibrator(std::string_view name);
+// The registered name that `name` stands for: a registered name itself, its ONNX Runtime
+// CalibrationMethod member ("MinMax") or ModelOpt's "max" (minmax); "" for no calibrator.
+std::string_view canonical_calibrator_name(std::string_view name);
 // "entropy, minmax, mse, percentile" (for usage messages).
 std::string calibrator_names();
 // "entropy, minmax, mse or percentile" (for help); with `weights_only` the weight methods only.

@@ -12,8 +12,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 #include "ptq/calib_cache.h"
@@ -69,35 +67,6 @@ class Accuracy {
   std::vector<int64_t> ks_;
   std::vector<int64_t> hits_;
   int64_t count_ = 0;
-};
-
-// How closely a model B's outputs follow a reference model A's over batches (`ptq compare`,
-// ptqkit.compare): one Agreement per output of A and, when A's first output has rows of scores,
-// the top-1 agreement. Outputs are matched by name when B has every output name of A, else by
-// position (same count required).
-class OutputComparison {
- public:
-  using Outputs = std::vector<std::pair<std::string, ir::Tensor>>;  // runtime::NamedTensors
-  // `name_a` and `name_b` name the models in messages.
-  static Expected<OutputComparison> create(const ir::Graph& a, const ir::Graph& b,
-                                           std::string_view name_a, std::string_view name_b);
-  // One batch's outputs of each model, in graph order.
-  Status add(const Outputs& a, const Outputs& b);
-  // Per output of A, in graph order.
-  const std::vector<std::string>& names() const { return names_; }
-  const std::vector<Agreement>& outputs() const { return agreements_; }
-  // True while every first output seen had rows of scores ([N, C...]).
-  bool classifier() const { return classifier_; }
-  int64_t top1_same() const { return top1_same_; }
-  int64_t samples() const { return samples_; }
-
- private:
-  std::vector<std::string> names_;
-  std::vector<size_t> map_;  // per output of A, the index of B's
-  std::vector<Agreement> agreements_;
-  bool classifier_ = true;
-  int64_t top1_same_ = 0;
-  int64_t samples_ = 0;
 };
 
 // The fraction of a calibrated tensor's values that a symmetric range [-amax, amax] clips,

@@ -39,6 +39,22 @@ std::string_view target_name(Target target);            // "tensorrt" | "ort"
 Expected<Target> parse_target(std::string_view name);    // usage error listing the choices
 Expected<ActivationType> parse_activation_type(std::string_view name);  // "int8" | "uint8"
 
+// Where a kOrt model runs: the ONNX Runtime execution provider.
+enum class OrtProvider { kCpu, kCuda, kTensorRT };
+std::string_view ort_provider_name(OrtProvider provider);  // "cpu" | "cuda" | "tensorrt"
+Expected<OrtProvider> parse_ort_provider(std::string_view name);  // usage error listing them
+
+// The activation type a runtime runs fastest, and why in a few words.
+struct ActivationChoice {
+  ActivationType type = ActivationType::kInt8;
+  std::string_view why;
+};
+// kTensorRT: int8 (all it takes). kOrt: uint8 on the CPU provider (its x86 kernels run U8S8
+// far faster than S8S8), int8 on CUDA and TensorRT (symmetric S8S8). docs/PERF.md measures it.
+ActivationChoice fastest_activation_type(Target target, OrtProvider provider);
+// Per unit name, one bias correction per output channel (PlanOptions::bias_corrections).
+using BiasCorrections = std::map<std::string, std::vector<double>>;
+
 struct PlanOptions {
   Target target = Target::kTensorRT;
   // Nodes left float: each entry matches a node name exactly or as an ECMAScript regex matched
@@ -46,6 +62,12 @@ struct PlanOptions {
   std::vector<std::string> exclude_nodes;
   // Op types left float (e.g. "MatMul"). An op type absent from the model is a warning.
   std::vector<std::string> exclude_op_types;
+  // When not empty, only the nodes these name (entries as in exclude_nodes; one matching
+  // nothing is an error) or of these op types (absent: a warning) are quantized; every other
+  // node stays float, as ONNX Runtime's nodes_to_quantize and op_types_to_quantize. The
+  // exclusions above still apply within them.
+  std::vector<std::string> quantize_nodes;
+  std::vector<std::string> quantize_op_types;
   bool per_tensor_weights = false;  // one scale per weight tensor instead of per output channel
   // kTensorRT only: keep weights float and put Q + DQ after them (instead of int8 + DQ).
   bool weights_float = false;
@@ -74,6 +96,12 @@ struct PlanOptions {
   // Restrict to some quantization units (see Unit); names as Plan::units lists them.
   std::vector<std::string> only_units;  // empty: every unit
   std::vector<std::string> skip_units;
+  // Bias correction (Nagel et al. 2019): per unit (Plan::units' names), one value per output
+  // channel subtracted from the bias of its weighted op when apply() quantizes its weight, after
+  // BatchNormalization folding; a Conv/Gemm without a bias gets one. The values are the mean
+  // output shift the quantized weights cause (calibration::measure_bias_corrections). MatMul
+  // has no bias input and is not corrected.
+  BiasCorrections bias_corrections;
   // Recorded in the model's metadata_props by apply() when not empty.
   std::string ptqkit_version;
   std::string method;      // calibration method, e.g. "entropy"
@@ -200,13 +228,26 @@ class Planner {
   std::unique_ptr<Impl> impl_;
 };
 
+// An activation given a Q/DQ pair, with what it holds.
+struct QuantizedActivation {
+  std::string tensor;
+  float scale = 1.0f;
+  int32_t zero_point = 0;
+  calib::TensorRange range;  // its scale group's (no histogram)
+};
+
 struct QuantizeResult {
   int64_t quantize_nodes = 0;    // QuantizeLinear nodes inserted
   int64_t dequantize_nodes = 0;  // DequantizeLinear nodes inserted
   int64_t folded_batchnorms = 0;
   int64_t quantized_weights = 0;  // weight tensors stored as int8 (or Q/DQ'd with weights_float)
+  int64_t corrected_biases = 0;   // biases changed by PlanOptions::bias_corrections
   std::vector<std::string> quantized_nodes;  // labels of nodes reading Q/DQ of their own unit
   std::vector<std::string> float_tensors;    // as Plan::float_tensors
+  std::vector<QuantizedActivation> activations;  // in the order their Q/DQ were inserted
+  // Nodes that stayed float for a reason other than having no quantization rule or being
+  // folded (excluded, outside the nodes to quantize, no calibrated range, …), with the reason.
+  std::vector<NodePlan> float_nodes;
   std::vector<std::string> warnings;
 };
 
@@ -266,6 +307,43 @@ bool has_quantization(const ir::Model& model);
 Expected<std::vector<std::string>> quantizable_activations(const ir::Model& model,
                                                            const PlanOptions& options);
 
+// ---- SmoothQuant (docs/SMOOTHQUANT.md) -------------------------------------------------------
+
+struct SmoothQuantOptions {
+  // s_j = max|X_j|^alpha / max|W_j|^(1 - alpha): 0 leaves the activation's range, 1 moves it all.
+  double alpha = 0.5;
+  // A tensor is smoothed when its largest channel max exceeds this many times the median one.
+  double outlier_ratio = 8.0;
+  Status validate() const;  // usage error: alpha outside [0, 1], ratio < 1
+};
+
+// An activation SmoothQuant may smooth: read on its last axis (channels = the weight's K) by
+// one or more MatMul (2-D constant B) or Gemm (transA 0, 2-D constant B) nodes at slot 0.
+struct SmoothTarget {
+  std::string tensor;
+  std::vector<size_t> consumers;  // node indices of those MatMul/Gemm
+  int64_t channels = 0;
+};
+// Every such activation of `model`, in graph order of its first consumer; a tensor whose
+// smoothable readers disagree on K is left out.
+std::vector<SmoothTarget> smoothquant_targets(const ir::Model& model);
+
+// The factors for every target whose channel maxima (`channel_max`, max |x| per last-axis
+// channel over the calibration data) hold an outlier channel, by the rule of `options`;
+// targets missing from `channel_max` are skipped. max|W_j| is taken over all the target's
+// consumers, so one factor serves them all. A factor is 1 where either max is 0.
+Expected<calib::SmoothQuantRecord> smoothquant_factors(
+    const ir::Model& model, const std::map<std::string, std::vector<double>>& channel_max,
+    const SmoothQuantOptions& options);
+
+// Smooths `model` in place: each target tensor X of `record` becomes X / s and its consumers'
+// weights s * W (row j of K). The division folds into the producer where it is a
+// LayerNormalization over the last axis, a Mul by a constant [C] vector, or such a Mul followed
+// by an Add of a constant [C] vector (a spelled-out LayerNorm's affine part), and X is read only
+// by the smoothed nodes; otherwise a Mul by 1/s is inserted before them. Invalid input when a
+// record's tensor is no target of the model or its factor count is not its channel count.
+Status apply_smoothquant(ir::Model& model, const calib::SmoothQuantRecord& record);
+
 // ---- Opset ----------------------------------------------------------------------------------
 
 // Raises the default-domain opset to 13 when every node's op is defined the same way at 13 as at
@@ -282,6 +360,9 @@ Status check_opset_upgradable(const ir::Model& model);
 std::vector<float> weight_scales(const ir::Tensor& w, int64_t axis);
 // round_half_to_even(W / scale) clamped to [-127, 127], as int8.
 ir::Tensor quantize_weights(const ir::Tensor& w, int64_t axis, std::span<const float> scales);
+// The float32 weight a DequantizeLinear of quantize_weights(w, axis, weight_scales(w, axis))
+// computes (q * scale): what a quantized weighted op multiplies by, for bias correction.
+ir::Tensor fake_quantize_weights(const ir::Tensor& w, int64_t axis);
 // Widens weight_scales[c] (never shrinks) so that round(bias[c] / (input_scale * scale[c]))
 // fits in int32. Returns how many channels were widened.
 int64_t widen_scales_for_bias(std::span<const float> bias, float input_scale,

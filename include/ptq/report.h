@@ -121,6 +121,29 @@ struct SensitivityReport {
 Expected<SensitivityReport> parse_sensitivity_json(std::string_view text,
                                                    std::string_view file_name);
 
+// A per-tensor error trace (`ptq compare --per-tensor --json`, docs/COMPARE.md). What is read:
+//   {"model_a": …, "model_b": …, "jump_db": 10, "tensors": [{"name": …, "sqnr_db": 38.2,
+//    "cosine": 0.9998, "op_type": …, "drop_db": 1.1, "jump": false, "dequantized": true}, …]}
+// Per tensor a string "name" and an "sqnr_db" (a number, or "inf", "-inf", "nan" as compare
+// writes them) are required; the other fields are optional. Tensors stay in file (graph) order.
+struct TraceTensor {
+  std::string name;
+  std::string op_type;
+  double sqnr_db = 0.0;
+  double cosine = 0.0;   // NaN when the file has none
+  double drop_db = 0.0;  // NaN when the file has none
+  bool jump = false;
+  bool dequantized = false;
+};
+struct ErrorTrace {
+  std::string source;
+  std::string model_a;  // the reference, "" when the file does not name it
+  std::string model_b;
+  double jump_db = 0.0;  // NaN when the file does not give it
+  std::vector<TraceTensor> tensors;
+};
+Expected<ErrorTrace> parse_trace_json(std::string_view text, std::string_view file_name);
+
 // One quantized variant (or the float model) shown in the report.
 struct ModelEntry {
   std::string label;                 // short name shown in tables (the file name)
@@ -138,11 +161,12 @@ struct HtmlOptions {
   std::string graph_text;    // also shown, preformatted, before the footer when there is no
                              // drawing (e.g. the DOT text)
   std::string generated_by;  // footer text, e.g. "ptq 0.1.0"
+  const ErrorTrace* trace = nullptr;  // borrowed; shown as a chart along the graph when given
 };
 
 // One self-contained HTML page (no script, no external resource): summary, precision table and
-// chart, layer table, lint findings of models[0]; sensitivity results when given; every model
-// side by side when there are several. `models` must not be empty.
+// chart, layer table, lint findings of models[0]; sensitivity results and the error trace when
+// given; every model side by side when there are several. `models` must not be empty.
 std::string html_report(std::span<const ModelEntry> models, const SensitivityReport* sensitivity,
                         const HtmlOptions& options);
 

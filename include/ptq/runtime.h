@@ -118,12 +118,30 @@ class Backend {
                                                        int threads) const = 0;
 };
 
+// The instruction-set levels the CPU kernels are compiled for, lowest first: x86-64's SSE2,
+// AVX2 + FMA (x86-64-v3), AVX-512 (x86-64-v4). One build holds all of them and picks at run time.
+enum class CpuIsa { kAuto, kBaseline, kAvx2, kAvx512 };
+// "auto", "baseline", "avx2", "avx512".
+std::string cpu_isa_name(CpuIsa isa);
+// The level a name spells (cpu_isa_name's words); a usage error naming the choices otherwise.
+Expected<CpuIsa> parse_cpu_isa(const std::string& name);
+// The best level both this CPU (cpuid, read once) and this build (GCC builds all three; other
+// compilers only the baseline) run.
+CpuIsa best_cpu_isa();
+// `requested` made concrete: kAuto is best_cpu_isa(); a level above it is a usage error.
+Expected<CpuIsa> resolve_cpu_isa(CpuIsa requested);
+
 struct CpuBackendOptions {
   // Every kernel in its plain reference form (slow; for tests and for bisecting a fast kernel).
   bool reference = false;
   // 3x3 stride-1 convolutions may run Winograd's F(2x2, 3x3); off, every conv sums directly
   // (to compare the two; `ptq`: PTQ_WINOGRAD=0).
   bool winograd = true;
+  // The instruction-set level whose kernels run (docs/DESIGN.md, "Instruction sets"): kAuto is
+  // the best this CPU and build have; a lower one forces that level's kernels (tests, users on
+  // odd machines; `ptq --cpu-isa`). A level above what the CPU runs makes every create_kernel
+  // fail with resolve_cpu_isa's error.
+  CpuIsa isa = CpuIsa::kAuto;
 };
 std::unique_ptr<Backend> make_cpu_backend(CpuBackendOptions options = {});
 

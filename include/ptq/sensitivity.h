@@ -33,6 +33,7 @@
 
 #include "ptq/calib_cache.h"
 #include "ptq/data.h"
+#include "ptq/dist.h"
 #include "ptq/ir.h"
 #include "ptq/metrics.h"
 #include "ptq/planner.h"
@@ -63,8 +64,8 @@ struct Score {
 // Makes an executor for `model` (the FP32 model, a variant, a cut subgraph) with `threads` CPU
 // threads; `model` is borrowed and outlives the executor. Called from several threads at once
 // when a sweep runs units in parallel.
-using ExecutorFactory =
-    std::function<Expected<std::unique_ptr<runtime::Executor>>(const ir::Model& model, int threads)>;
+using ExecutorFactory = std::function<Expected<std::unique_ptr<runtime::Executor>>(
+    const ir::Model& model, int threads)>;
 
 // Executors on `backend` (borrowed: it must outlive every executor made).
 ExecutorFactory backend_executors(runtime::Backend& backend);
@@ -128,7 +129,8 @@ class Evaluator {
   int threads() const { return options_.threads; }
   const ir::Model& model() const { return *model_; }
   // An executor from the factory the evaluator was made with (`m` borrowed).
-  Expected<std::unique_ptr<runtime::Executor>> make_executor(const ir::Model& m, int threads) const {
+  Expected<std::unique_ptr<runtime::Executor>> make_executor(const ir::Model& m,
+                                                             int threads) const {
     return executors_(m, threads);
   }
   const data::Dataset& data() const { return *eval_; }
@@ -200,6 +202,12 @@ struct SweepOptions {
   // Called with (work items done, total) after each eval batch, a work item being one unit on
   // one batch; on the calling thread.
   std::function<void(int64_t, int64_t)> progress;
+  // The processes sharing the sweep (borrowed; null: this process alone). Every rank calls
+  // sweep() alike; the variants are dealt to the ranks by a rule on the plan alone (the
+  // costliest first, each to the least loaded rank), each rank runs its own with the base's
+  // prefix reuse, and rank 0 gathers the scores: its result is one process's. The other ranks
+  // get a result without scores. An error is every rank's (the lowest failing rank's).
+  dist::Communicator* comm = nullptr;
 };
 
 struct SweepResult {

@@ -1,83 +1,84 @@
-// ptqkit.compare: `ptq compare` as a function. Both models run batch by batch on the same data
-// and metrics::OutputComparison keeps only running sums; the result is the dict `ptq compare
-// --json` prints (infinite SQNR as float('inf')).
+// ptqkit.compare: `ptq compare` as a function, through compare::compare. The result is the
+// object `ptq compare --json` prints (compare::result_json, docs/COMPARE.md) as a dict, its
+// metrics as Python floats (an infinite SQNR as float('inf')).
+#include "ptq/compare.h"
+
 #include "bindings.h"
-#include "ptq/metrics.h"
 #include "ptq/onnx.h"
 
 namespace ptq::python {
 
 namespace {
 
-py::dict result_dict(const metrics::OutputComparison& c) {
-  py::list outputs;
-  for (size_t i = 0; i < c.outputs().size(); ++i) {
-    const metrics::Agreement& m = c.outputs()[i];
-    py::dict o;
-    o["name"] = c.names()[i];
-    o["cosine"] = m.cosine();
-    o["sqnr_db"] = m.sqnr_db();
-    o["max_abs_diff"] = m.max_abs_diff();
-    o["rel_l2"] = m.rel_l2();
-    outputs.append(o);
+// The metrics result_json writes as strings where JSON has no number ("inf", "nan").
+constexpr const char* kMetrics[] = {"cosine", "sqnr_db",      "max_abs_diff",
+                                    "rel_l2", "reference_db", "drop_db"};
+
+// `ptq compare --json`'s object with its metric strings made floats, in every nested dict.
+void metrics_as_floats(const py::dict& d) {
+  for (const char* key : kMetrics) {
+    if (d.contains(key) && py::isinstance<py::str>(d[key])) d[key] = py::float_(d[key]);
   }
-  py::dict d;
-  d["samples"] = c.samples();
-  d["outputs"] = outputs;
-  const bool top1 = c.classifier() && c.samples() > 0;
-  d["top1_agreement"] = top1 ? py::object(py::float_(static_cast<double>(c.top1_same()) /
-                                                     static_cast<double>(c.samples())))
-                             : py::object(py::none());
+  for (const char* list : {"outputs", "tensors"}) {
+    if (!d.contains(list)) continue;
+    for (const py::handle item : d[list].cast<py::list>()) metrics_as_floats(item.cast<py::dict>());
+  }
+}
+
+py::dict result_dict(const compare::Result& r) {
+  py::dict d = py::module_::import("json").attr("loads")(compare::result_json(r));
+  metrics_as_floats(d);
   return d;
 }
 
-py::dict compare(const std::string& path_a, const std::string& path_b, const py::object& data,
-                 const std::string& backend, int threads, int64_t batch, int64_t samples,
-                 bool quiet) {
+py::dict compare_models(const std::string& path_a, const std::string& path_b,
+                        const py::object& data, const std::string& backend, int threads,
+                        int64_t batch, int64_t samples, bool per_tensor, double jump_db,
+                        bool quiet) {
+  if (per_tensor && backend != "cpu") {
+    throw_if_error(usage_error("per_tensor reads every tensor on the host: use backend='cpu'"));
+  }
   const ir::Model a = value_or_throw(onnx::load_model(path_a));
   const ir::Model b = value_or_throw(onnx::load_model(path_b));
-  metrics::OutputComparison comparison =
-      value_or_throw(metrics::OutputComparison::create(a.graph, b.graph, path_a, path_b));
+  throw_if_error(compare::check_same_inputs(a, path_a, b, path_b));
   std::unique_ptr<PythonData> d = python_data(data, batch, 16);
   d->spec.samples = samples;
   d->spec.finite_only = true;
   // One dataset per model: each binds the data to its own graph's inputs and dtypes.
-  const data::Dataset da = open_bound(*d, a.graph);
-  const data::Dataset db = open_bound(*d, b.graph);
-  if (da.num_batches() != db.num_batches() || da.batch_size() != db.batch_size()) {
-    throw_if_error(invalid_input("{} and {} take different batch sizes ({} vs {}); give batch",
-                                 path_a, path_b, da.batch_size(), db.batch_size()));
-  }
+  data::Dataset da = open_bound(*d, a.graph);
+  data::Dataset db = open_bound(*d, b.graph);
   Engine ea = make_engine(a, backend, threads);
   Engine eb = make_engine(b, backend, threads);
   Progress progress("compare", da.size(), quiet);
-  for (int64_t i = 0; i < da.num_batches(); ++i) {
-    Status s;
-    {
-      py::gil_scoped_release release;
-      s = [&]() -> Status {
-        PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors in_a, da.batch(i));
-        PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors out_a, ea.executor->run(in_a));
-        PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors in_b, db.batch(i));
-        PTQ_ASSIGN_OR_RETURN(runtime::NamedTensors out_b, eb.executor->run(in_b));
-        return comparison.add(out_a, out_b);
-      }();
-    }
-    throw_if_error(s);
-    throw_if_error(progress.update(comparison.samples()));
+  compare::Options options;
+  options.per_tensor = per_tensor;
+  options.jump_db = jump_db;
+  Status stopped;  // Ctrl-C, seen between batches, raised once the comparison returns
+  options.progress = [&](int64_t done) {
+    if (stopped.is_ok()) stopped = progress.update(done);
+  };
+  Expected<compare::Result> result = compare::Result{};
+  {
+    py::gil_scoped_release release;
+    result =
+        compare::compare({a, *ea.executor, da, path_a}, {b, *eb.executor, db, path_b}, options);
   }
   progress.finish();
-  return result_dict(comparison);
+  throw_if_error(stopped);
+  return result_dict(value_or_throw(std::move(result)));
 }
 
 }  // namespace
 
 void register_compare(py::module_& m) {
-  m.def("compare", &compare, py::arg("model_a"), py::arg("model_b"), py::arg("data"),
+  m.def("compare", &compare_models, py::arg("model_a"), py::arg("model_b"), py::arg("data"),
         py::arg("backend") = "cpu", py::arg("threads") = 0, py::arg("batch") = 0,
-        py::arg("samples") = 0, py::arg("quiet") = false,
+        py::arg("samples") = 0, py::arg("per_tensor") = false, py::arg("jump_db") = 10.0,
+        py::arg("quiet") = false,
         "How closely model_b's outputs follow model_a's (the reference) on `data`: per output "
-        "cosine, SQNR (dB), max abs diff and relative L2; top-1 agreement for classifiers.");
+        "cosine, SQNR (dB), max abs diff and relative L2; top-1 agreement for classifiers; with "
+        "per_tensor=True the same for every tensor both compute, in graph order, jumps marked "
+        "(`ptq compare --per-tensor`).");
 }
 
 }  // namespace ptq::python

@@ -65,9 +65,14 @@ Expected<AcceptedCache> read_cache_for(const ir::Model& model, const ModelForms&
       out.warnings.push_back(fmt::format("--force: using {}, calibrated for another graph", file));
     }
   }
-  if (use.plan != nullptr) {
-    PTQ_ASSIGN_OR_RETURN(calib::Warnings fit,
-                         fit_warnings(model, out.table, *use.plan, forms, file));
+  if (use.settings != nullptr) {
+    PTQ_ASSIGN_OR_RETURN(calib::Warnings adopted,
+                         adopt_settings(out.table, file, use.given, use.force, *use.settings));
+    out.warnings.insert(out.warnings.end(), adopted.begin(), adopted.end());
+  }
+  const planner::PlanOptions* plan = use.settings != nullptr ? &use.settings->plan : use.plan;
+  if (plan != nullptr) {
+    PTQ_ASSIGN_OR_RETURN(calib::Warnings fit, fit_warnings(model, out.table, *plan, forms, file));
     out.warnings.insert(out.warnings.end(), fit.begin(), fit.end());
   }
   return out;

@@ -3,7 +3,9 @@
 // calib::Collector. Results do not depend on batch size, order or threads: phase 1 keeps only
 // order-free min/max, phase 2 only integer counts over a range fixed by phase 1. Several
 // workers (an executor each) may run a pass's batches at once: each computes its tensors'
-// statistics apart and adds them to the one collector under a lock.
+// statistics apart and adds them to the one collector under a lock. Several ranks
+// (CalibrationOptions::comm) split the batches the same way and reduce the statistics after
+// each pass (reduce.h).
 #include <atomic>
 #include <future>
 #include <limits>
@@ -19,6 +21,7 @@
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
 #include "ptq/runtime/task_pool.h"
+#include "reduce.h"
 
 namespace ptq::calibration {
 
@@ -37,9 +40,10 @@ std::string source_names(const data::Dataset& dataset) {
 }
 
 // The collector the workers share, and its lock. In phase 2 the tensors' ranges are read
-// without it: nothing changes them or the set of tensors then.
+// without it: nothing changes them or the set of tensors then. A run over several ranks
+// collects phase 2 into another collector, holding the ranges of every rank.
 struct SharedCollector {
-  calib::Collector& collector;
+  calib::Collector* collector;
   std::mutex mutex;
 };
 
@@ -68,16 +72,16 @@ class StatsObserver final : public runtime::Observer {
       const runtime::MinMaxStats m = t.stats.minmax();
       if (m.nonfinite > 0 && !ignore_nonfinite_) return nonfinite_error(t, m, elements);
       std::lock_guard<std::mutex> lock(shared_.mutex);
-      return shared_.collector.add_range(
+      return shared_.collector->add_range(
           t.name, {m.min, m.max, m.abs_max, m.nonfinite, m.first_nonfinite}, elements,
           {first_, count_});
     }
-    const std::optional<double> T = shared_.collector.range(t.name);
+    const std::optional<double> T = shared_.collector->range(t.name);
     if (!T) return runtime_error("tensor '{}' was not seen in the range pass", t.name);
     counts_.fill(0);
     t.stats.histogram(*T, counts_);
     std::lock_guard<std::mutex> lock(shared_.mutex);
-    return shared_.collector.add_histogram(t.name, [this](double, std::span<uint64_t> counts) {
+    return shared_.collector->add_histogram(t.name, [this](double, std::span<uint64_t> counts) {
       for (size_t b = 0; b < counts.size() && b < counts_.size(); ++b) counts[b] += counts_[b];
     });
   }
@@ -90,7 +94,8 @@ class StatsObserver final : public runtime::Observer {
     std::string where;
     if (count_ > 0 && !t.shape.empty() && t.shape[0] == count_ && m.first_nonfinite >= 0) {
       const int64_t pos = first_ + m.first_nonfinite / (elements / count_);
-      const int64_t src = pos < static_cast<int64_t>(order.size()) ? order[static_cast<size_t>(pos)] : pos;
+      const int64_t src =
+          pos < static_cast<int64_t>(order.size()) ? order[static_cast<size_t>(pos)] : pos;
       where = fmt::format("sample {}", src);
     } else {
       where = fmt::format("the batch of delivered samples {}..{}", first_, first_ + count_ - 1);
@@ -112,21 +117,37 @@ class StatsObserver final : public runtime::Observer {
 };
 
 // The shapes fed per input: the first batch's, with -1 where a later batch differs.
+// Adding another rank's shapes (gather()) is adding its batches': the first batch (rank 0's)
+// fixes each input's rank, and a dim stays only where every batch agrees.
 class FedShapes {
  public:
   void add(const data::NamedTensors& batch) {
-    for (const auto& [name, t] : batch) {
-      auto [it, inserted] = shapes_.try_emplace(name, t.shape());
-      if (inserted) continue;
-      std::vector<int64_t>& s = it->second;
-      if (s.size() != t.shape().size()) {
-        s.assign(s.size(), -1);
-        continue;
-      }
-      for (size_t d = 0; d < s.size(); ++d) {
-        if (s[d] != t.shape()[d]) s[d] = -1;
-      }
+    for (const auto& [name, t] : batch) add(name, t.shape());
+  }
+  void add(const std::string& name, const std::vector<int64_t>& shape) {
+    auto [it, inserted] = shapes_.try_emplace(name, shape);
+    if (inserted) return;
+    std::vector<int64_t>& s = it->second;
+    if (s.size() != shape.size()) {
+      s.assign(s.size(), -1);
+      return;
     }
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] != shape[d]) s[d] = -1;
+    }
+  }
+  // Every rank's shapes added on rank 0, in rank order.
+  Status gather(dist::Communicator& comm) {
+    dist::Writer w;
+    w.i64(static_cast<int64_t>(shapes_.size()));
+    for (const auto& [name, shape] : shapes_) {
+      w.str(name);
+      w.i64(static_cast<int64_t>(shape.size()));
+      for (int64_t d : shape) w.i64(d);
+    }
+    const std::vector<std::string> all = comm.gather(w.bytes());
+    for (size_t r = 1; r < all.size(); ++r) PTQ_RETURN_IF_ERROR(add_bytes(all[r]));
+    return Status::ok();
   }
   void apply(calib::ModelIdentity& id) const {
     for (auto& [name, shape] : id.inputs) {
@@ -135,16 +156,43 @@ class FedShapes {
   }
 
  private:
+  Status add_bytes(const std::string& bytes) {
+    dist::Reader r(bytes);
+    PTQ_ASSIGN_OR_RETURN(int64_t inputs, r.i64());
+    for (int64_t i = 0; i < inputs; ++i) {
+      PTQ_ASSIGN_OR_RETURN(std::string name, r.str());
+      PTQ_ASSIGN_OR_RETURN(int64_t rank, r.i64());
+      std::vector<int64_t> shape;
+      for (int64_t d = 0; d < rank; ++d) {
+        PTQ_ASSIGN_OR_RETURN(int64_t dim, r.i64());
+        shape.push_back(dim);
+      }
+      add(name, shape);
+    }
+    return Status::ok();
+  }
+
   std::map<std::string, std::vector<int64_t>> shapes_;
 };
 
-// What the workers of a pass share. Worker w runs batches w, w + W, w + 2W, ... (W workers)
-// on executors[w] with observers[w].
+// The batches this rank runs: rank, rank + ranks, rank + 2 ranks, ...
+struct Share {
+  int64_t rank = 0;
+  int64_t ranks = 1;
+  int64_t batch(int64_t k) const { return rank + k * ranks; }  // its k-th batch
+  int64_t count(int64_t batches) const {
+    return batches > rank ? (batches - rank - 1) / ranks + 1 : 0;
+  }
+};
+
+// What the workers of a pass share. Worker w runs the rank's batches w, w + W, w + 2W, ...
+// (W workers) on executors[w] with observers[w].
 struct PassContext {
   std::span<runtime::Executor* const> executors;
   std::span<const std::unique_ptr<StatsObserver>> observers;
   const data::Dataset& dataset;
-  SharedCollector& shared;
+  Share share;
+  SharedCollector* shared;  // the pass's collector (the ranges' then the histograms')
   const CalibrationOptions& options;
   int passes;
   FedShapes* shapes;  // recorded in pass 1 only (under the shared lock)
@@ -158,6 +206,7 @@ class PassState {
   explicit PassState(Progress progress) : progress_(progress) {}
 
   bool wanted(int64_t batch) const { return batch < failed_at_.load(); }
+  int64_t failed_at() const { return failed_at_.load(); }
   void fail(int64_t batch, Status status) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (batch >= failed_at_.load()) return;
@@ -184,7 +233,7 @@ Status run_batch(PassContext& c, PassState& state, Phase phase, size_t worker, i
   if (!batch) return std::move(batch).take_status();
   const int64_t n = c.dataset.batch_samples(b);
   if (phase == Phase::kRanges && c.shapes != nullptr) {
-    std::lock_guard<std::mutex> lock(c.shared.mutex);
+    std::lock_guard<std::mutex> lock(c.shared->mutex);
     c.shapes->add(*batch);
   }
   StatsObserver& observer = *c.observers[worker];
@@ -196,17 +245,18 @@ Status run_batch(PassContext& c, PassState& state, Phase phase, size_t worker, i
 }
 
 void run_worker(PassContext& c, PassState& state, Phase phase, size_t worker) {
-  const int64_t batches = c.dataset.num_batches();
+  const int64_t batches = c.share.count(c.dataset.num_batches());  // this rank's
   const auto stride = static_cast<int64_t>(c.executors.size());
-  auto load = [&c](int64_t b) { return c.dataset.batch(b); };
-  auto b = static_cast<int64_t>(worker);
+  auto load = [&c](int64_t k) { return c.dataset.batch(c.share.batch(k)); };
+  auto k = static_cast<int64_t>(worker);
   std::future<Expected<data::NamedTensors>> next;
-  if (c.options.prefetch && b < batches) next = std::async(std::launch::async, load, b);
-  for (; b < batches && state.wanted(b); b += stride) {
-    Expected<data::NamedTensors> batch = c.options.prefetch ? next.get() : load(b);
-    if (c.options.prefetch && b + stride < batches) {
-      next = std::async(std::launch::async, load, b + stride);
+  if (c.options.prefetch && k < batches) next = std::async(std::launch::async, load, k);
+  for (; k < batches && state.wanted(c.share.batch(k)); k += stride) {
+    Expected<data::NamedTensors> batch = c.options.prefetch ? next.get() : load(k);
+    if (c.options.prefetch && k + stride < batches) {
+      next = std::async(std::launch::async, load, k + stride);
     }
+    const int64_t b = c.share.batch(k);
     Status s = run_batch(c, state, phase, worker, b, std::move(batch));
     if (!s.is_ok()) {
       state.fail(b, std::move(s));
@@ -215,12 +265,59 @@ void run_worker(PassContext& c, PassState& state, Phase phase, size_t worker) {
   }
 }
 
-Status run_pass(PassContext& c, Phase phase, int pass) {
-  PassState state(Progress{pass, c.passes, 0, c.dataset.size()});
+// This rank's samples: those of its batches.
+int64_t share_samples(const data::Dataset& dataset, Share share) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < share.count(dataset.num_batches()); ++k) {
+    n += dataset.batch_samples(share.batch(k));
+  }
+  return n;
+}
+
+// Runs a pass on this rank, then agrees with the others: the error is the first failing
+// batch's of the whole run, as with one process.
+Status run_pass(PassContext& c, Phase phase, int pass, dist::Communicator& comm) {
+  PassState state(Progress{pass, c.passes, 0, share_samples(c.dataset, c.share)});
   auto worker = [&](int64_t w) { run_worker(c, state, phase, static_cast<size_t>(w)); };
   const auto workers = static_cast<int64_t>(c.executors.size());
   runtime::run_jobs(static_cast<int>(workers), workers, worker);
-  return state.status();
+  return comm.agree(state.status(), state.failed_at());
+}
+
+// After this process's range pass: the histogram pass (unless one pass does) and the table.
+Expected<calib::CalibrationTable> own_results(PassContext& c, calib::Collector& collector,
+                                              dist::Communicator& comm) {
+  const CalibrationOptions& o = c.options;
+  PTQ_RETURN_IF_ERROR(collector.finish_ranges(o.common_ranges));
+  if (c.passes == 2) PTQ_RETURN_IF_ERROR(run_pass(c, Phase::kHistograms, 2, comm));
+  if (o.ranges_only) return collector.ranges_table();
+  return collector.table(o.method, o.threads);
+}
+
+// The same over several ranks: the ranges reduced, this rank's histogram pass over them, the
+// histograms reduced, and the table on rank 0 (an empty one elsewhere). Each step ends agreed,
+// so a rank's error reaches every rank instead of leaving them waiting for it.
+Expected<calib::CalibrationTable> reduced_results(PassContext& c,
+                                                  const std::vector<std::string>& tensors,
+                                                  const calib::Collector& collector,
+                                                  dist::Communicator& comm) {
+  const CalibrationOptions& o = c.options;
+  const calib::CalibrationTable ranges = reduce_ranges(collector, tensors, comm);
+  const calib::CollectorOptions collecting{.ignore_nonfinite = o.ignore_nonfinite};
+  Expected<calib::Collector> local = collector_of(ranges, o.common_ranges, collecting);
+  PTQ_RETURN_IF_ERROR(comm.agree(local.status()));
+  Expected<calib::Collector> total = collector_of(ranges, o.common_ranges, collecting);
+  if (c.passes == 2) {
+    c.shared->collector = &*local;
+    PTQ_RETURN_IF_ERROR(run_pass(c, Phase::kHistograms, 2, comm));
+    PTQ_RETURN_IF_ERROR(comm.agree(reduce_histograms(*local, *total, comm)));
+  }
+  Expected<calib::CalibrationTable> table = calib::CalibrationTable{};
+  if (comm.rank() == 0) {
+    table = o.ranges_only ? total->ranges_table() : total->table(o.method, o.threads);
+  }
+  PTQ_RETURN_IF_ERROR(comm.agree(table.status()));
+  return table;
 }
 
 Status check_options(const ir::Model& model, const CalibrationOptions& o) {
@@ -229,7 +326,8 @@ Status check_options(const ir::Model& model, const CalibrationOptions& o) {
   if (o.common_ranges == nullptr) return Status::ok();
   if (o.ranges_only) return usage_error("a ranges-only run cannot take a common ranges table");
   if (o.method.name == "minmax") {
-    return usage_error("common ranges apply to histogram methods; min-max shards merge as they are");
+    return usage_error(
+        "common ranges apply to histogram methods; min-max shards merge as they are");
   }
   const std::string& theirs = o.common_ranges->model.graph_sha256;
   if (!theirs.empty()) {
@@ -268,8 +366,10 @@ Expected<calib::CalibrationTable> calibrate(const ir::Model& model,
   // beside the passes instead of after them.
   std::future<calib::ModelIdentity> identity =
       std::async(std::launch::async, [&model] { return model_identity(model); });
+  dist::Solo solo;
+  dist::Communicator& comm = options.comm != nullptr ? *options.comm : solo;
   calib::Collector collector({.ignore_nonfinite = options.ignore_nonfinite});
-  SharedCollector shared{collector, {}};
+  SharedCollector shared{&collector, {}};
   std::vector<std::unique_ptr<StatsObserver>> observers;
   for (runtime::Executor* e : executors) {
     e->forget_observers();  // a previous observer may have lived at this address
@@ -278,27 +378,26 @@ Expected<calib::CalibrationTable> calibrate(const ir::Model& model,
   }
   const bool one_pass = options.ranges_only || options.method.name == "minmax";
   FedShapes shapes;
-  PassContext ctx{executors, observers, dataset, shared, options, one_pass ? 1 : 2, &shapes};
-  PTQ_RETURN_IF_ERROR(run_pass(ctx, Phase::kRanges, 1));
-  PTQ_RETURN_IF_ERROR(collector.finish_ranges(options.common_ranges));
-  if (!one_pass) PTQ_RETURN_IF_ERROR(run_pass(ctx, Phase::kHistograms, 2));
+  const Share share{comm.rank(), comm.size()};
+  const int passes = one_pass ? 1 : 2;
+  PassContext ctx{executors, observers, dataset, share, &shared, options, passes, &shapes};
+  PTQ_RETURN_IF_ERROR(run_pass(ctx, Phase::kRanges, 1, comm));
+  Expected<calib::CalibrationTable> table = comm.size() == 1
+                                                ? own_results(ctx, collector, comm)
+                                                : reduced_results(ctx, tensors, collector, comm);
   for (runtime::Executor* e : executors) e->forget_observers();
-
-  calib::CalibrationTable table;
-  if (options.ranges_only) {
-    table = collector.ranges_table();
-  } else {
-    PTQ_ASSIGN_OR_RETURN(table, collector.table(options.method, options.threads));
-  }
-  table.model = identity.get();
-  shapes.apply(table.model);
-  table.run.samples = dataset.size();
-  table.run.batch = dataset.batch_size();
-  table.run.backend = options.backend;
-  table.run.ptqkit_version =
+  if (!table) return table.status();
+  PTQ_RETURN_IF_ERROR(comm.agree(shapes.gather(comm)));
+  if (comm.rank() != 0) return calib::CalibrationTable{};
+  table->model = identity.get();
+  shapes.apply(table->model);
+  table->run.samples = dataset.size();
+  table->run.batch = dataset.batch_size();
+  table->run.backend = options.backend;
+  table->run.ptqkit_version =
       options.ptqkit_version.empty() ? std::string(ptqkit_version()) : options.ptqkit_version;
-  table.run.date = options.date;
-  table.run.ignore_nonfinite = options.ignore_nonfinite;
+  table->run.date = options.date;
+  table->run.ignore_nonfinite = options.ignore_nonfinite;
   return table;
 }
 

@@ -160,7 +160,8 @@ Status Dataset::Impl::settle() {
   }
   if (spec.samples > 0) {
     if (spec.samples > source_count) {
-      return invalid_input("--samples {} but the data holds {} samples", spec.samples, source_count);
+      return invalid_input("--samples {} but the data holds {} samples", spec.samples,
+                           source_count);
     }
     order.resize(static_cast<size_t>(spec.samples));
   }
@@ -207,7 +208,8 @@ Status Dataset::Impl::resolve(const ir::Graph& graph, std::map<std::string, Fed>
                            names_of(inputs));
     }
     if (fed.count(name)) {
-      return invalid_input("input '{}' is fed twice: by '{}' and '{}'", name, fed_by[name], src.path);
+      return invalid_input("input '{}' is fed twice: by '{}' and '{}'", name, fed_by[name],
+                           src.path);
     }
     fed[name] = {r, as_stored};
     fed_by[name] = src.path;

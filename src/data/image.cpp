@@ -102,7 +102,8 @@ Status expand_normalisation(ImagePlan& plan) {
   PTQ_RETURN_IF_ERROR(expand(plan.mean, 0.0, "mean"));
   PTQ_RETURN_IF_ERROR(expand(plan.stddev, 1.0, "std"));
   for (double s : plan.stddev) {
-    if (s == 0.0 || !std::isfinite(s)) return invalid_input("--std values must be finite and non-zero");
+    if (s == 0.0 || !std::isfinite(s))
+      return invalid_input("--std values must be finite and non-zero");
   }
   return {};
 }

@@ -152,7 +152,8 @@ Expected<Source> open_backend(Source src, std::vector<fs::path> sets) {
       }
     }
   }
-  if (inputs.empty()) return invalid_input("empty source: '{}' holds no input_*.pb files", src.path);
+  if (inputs.empty())
+    return invalid_input("empty source: '{}' holds no input_*.pb files", src.path);
   for (auto& [k, files] : inputs) {
     std::string name;
     const std::string where = fmt::format("{} (input_{}.pb)", src.path, k);
@@ -167,7 +168,8 @@ Expected<Source> open_folder(Source src, const ImageOptions& image) {
   PTQ_ASSIGN_OR_RETURN(std::vector<fs::path> sets, list_dirs(dir, "test_data_set_"));
   if (!sets.empty()) return open_backend(std::move(src), std::move(sets));
   PTQ_ASSIGN_OR_RETURN(std::vector<fs::path> files, list_files(dir));
-  if (std::any_of(files.begin(), files.end(), [](const fs::path& f) { return input_index(f) >= 0; })) {
+  if (std::any_of(files.begin(), files.end(),
+                  [](const fs::path& f) { return input_index(f) >= 0; })) {
     return open_backend(std::move(src), {dir});
   }
   std::map<std::string, std::vector<fs::path>> kinds;

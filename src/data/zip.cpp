@@ -48,7 +48,8 @@ Expected<Directory> find_directory(const File& zip) {
       break;
     }
   }
-  if (at < 0) return invalid_input("'{}' is not a zip/npz file (no end of central directory)", name);
+  if (at < 0)
+    return invalid_input("'{}' is not a zip/npz file (no end of central directory)", name);
   const auto a = static_cast<size_t>(at);
   Directory d{static_cast<int64_t>(le(tail, a + 10, 2)), static_cast<int64_t>(le(tail, a + 16, 4)),
               static_cast<int64_t>(le(tail, a + 12, 4))};
@@ -178,7 +179,8 @@ Status write_all(int fd, const unsigned char* p, size_t n, const std::string& wh
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return runtime_error("{}: cannot write the inflated copy: {}", what, std::strerror(errno));
+    if (w <= 0)
+      return runtime_error("{}: cannot write the inflated copy: {}", what, std::strerror(errno));
     p += w;
     n -= static_cast<size_t>(w);
   }
@@ -244,7 +246,8 @@ Expected<std::string> inflate_prefix(const File& zip, const ZipMember& m, int64_
 Expected<File> inflate_member(const File& zip, const ZipMember& m, int64_t data_offset) {
   const std::string what = zip.name() + ":" + m.name;
   int fd = make_temp_fd();
-  if (fd < 0) return runtime_error("{}: cannot create a temporary file: {}", what, std::strerror(errno));
+  if (fd < 0)
+    return runtime_error("{}: cannot create a temporary file: {}", what, std::strerror(errno));
   File out = File::adopt(fd, what, m.size);
   Inflater inf;
   if (inflateInit2(&inf.z, -MAX_WBITS) != Z_OK) return runtime_error("{}: zlib init failed", what);

@@ -71,7 +71,8 @@ Status write_file_atomic(const fs::path& path, std::string_view bytes) {
 Expected<std::string> read_file(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return invalid_input("'{}': no such file", path.string());
-  if (fs::is_directory(path, ec)) return invalid_input("'{}' is a folder, not a file", path.string());
+  if (fs::is_directory(path, ec))
+    return invalid_input("'{}' is a folder, not a file", path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) return invalid_input("cannot read '{}': {}", path.string(), std::strerror(errno));
   std::ostringstream ss;

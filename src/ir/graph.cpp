@@ -83,7 +83,8 @@ const std::string& Node::input(size_t i) const {
 }
 
 std::string Node::label() const {
-  if (name.empty()) return fmt::format("{} node (output '{}')", op_type, outputs.empty() ? "" : outputs[0]);
+  if (name.empty())
+    return fmt::format("{} node (output '{}')", op_type, outputs.empty() ? "" : outputs[0]);
   return fmt::format("{} node '{}'", op_type, name);
 }
 
@@ -280,7 +281,8 @@ Expected<std::vector<size_t>> topological_order(const Graph& graph) {
   }
   if (order.size() != graph.nodes.size()) {
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
-      if (pending[n] != 0) return invalid_input("graph has a cycle through {}", graph.nodes[n].label());
+      if (pending[n] != 0)
+        return invalid_input("graph has a cycle through {}", graph.nodes[n].label());
     }
   }
   return order;

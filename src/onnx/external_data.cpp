@@ -21,7 +21,8 @@ struct ExternalRef {
   int64_t length = -1;  // -1: up to the end of the file
 };
 
-Expected<int64_t> parse_count(const std::string& text, std::string_view key, std::string_view what) {
+Expected<int64_t> parse_count(const std::string& text, std::string_view key,
+                              std::string_view what) {
   int64_t v = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < 0) {
@@ -69,9 +70,11 @@ Expected<ir::Tensor> read_external_data(const ::onnx::TensorProto& p,
     return invalid_input("external data file '{}' of {} not found", file.string(), what);
   }
   const auto file_size = static_cast<int64_t>(fs::file_size(file, ec));
-  if (ec) return invalid_input("cannot read external data file '{}': {}", file.string(), ec.message());
+  if (ec)
+    return invalid_input("cannot read external data file '{}': {}", file.string(), ec.message());
   const auto need = ir::num_elements(shape) * static_cast<int64_t>(ir::dtype_size(dtype));
-  const int64_t length = ref.length >= 0 ? ref.length : std::max<int64_t>(file_size - ref.offset, 0);
+  const int64_t length =
+      ref.length >= 0 ? ref.length : std::max<int64_t>(file_size - ref.offset, 0);
   if (length != need) {
     return invalid_input("{} has {} bytes of external data in '{}' (offset {}) but its dims {} of "
                          "{} need {}", what, length, file.string(), ref.offset,

@@ -132,7 +132,8 @@ Expected<ir::Graph> graph_from_proto(const ::onnx::GraphProto& p,
   PTQ_RETURN_IF_ERROR(value_infos_from_proto(p.input(), "graph input", g.inputs));
   PTQ_RETURN_IF_ERROR(value_infos_from_proto(p.output(), "graph output", g.outputs));
   PTQ_RETURN_IF_ERROR(value_infos_from_proto(p.value_info(), "value", g.value_info));
-  for (const auto& s : p.sparse_initializer()) g.opaque_sparse_initializers.push_back(s.SerializeAsString());
+  for (const auto& s : p.sparse_initializer())
+    g.opaque_sparse_initializers.push_back(s.SerializeAsString());
   for (const auto& q : p.quantization_annotation()) {
     g.opaque_quantization_annotations.push_back(q.SerializeAsString());
   }
@@ -180,7 +181,8 @@ Expected<ir::Model> model_from_proto(const ::onnx::ModelProto& p,
                          kMinIrVersion, kMaxIrVersion);
   }
   if (!p.has_graph()) return invalid_input("model has no graph");
-  if (p.opset_import_size() == 0) return invalid_input("model imports no opset (opset_import is empty)");
+  if (p.opset_import_size() == 0)
+    return invalid_input("model imports no opset (opset_import is empty)");
   ir::Model m;
   m.ir_version = p.ir_version();
   PTQ_RETURN_IF_ERROR(check_opset_imports(p));

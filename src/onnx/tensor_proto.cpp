@@ -107,7 +107,8 @@ Expected<ir::Tensor> tensor_from_proto(const ::onnx::TensorProto& p,
   const auto elem = static_cast<int64_t>(ir::dtype_size(dtype));
 
   if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
-    if (dtype == DType::kString) return invalid_input("{} is a string tensor stored externally", what);
+    if (dtype == DType::kString)
+      return invalid_input("{} is a string tensor stored externally", what);
     return read_external_data(p, external, what, dtype, shape);
   }
   if (p.has_raw_data()) {

@@ -68,7 +68,8 @@ void spell_out(ir::Graph& g, size_t i, int64_t axis, std::set<std::string>& take
   op.inputs[0] = flat;
   op.outputs[0] = flat_out;
   op.set_attr(ir::int_attr("axis", 1));
-  ir::Node reshape = ir::make_node("Reshape", fresh_name(taken, base + "_Reshape"), {flat_out, shape}, {y});
+  ir::Node reshape =
+      ir::make_node("Reshape", fresh_name(taken, base + "_Reshape"), {flat_out, shape}, {y});
 
   g.nodes[i] = std::move(op);
   g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(reshape));
@@ -95,9 +96,10 @@ Status prepare_coerced_axis_ops(ir::Model& model) {
     if (axis < 0 && rank_known) axis += rank;
     if (rank_known && axis == rank - 1) {
       // Same meaning at 13; the converter only needs to see the rank.
-      const bool declared = std::any_of(g.value_info.begin(), g.value_info.end(),
-                                        [&](const ir::ValueInfo& v) { return v.name == vi->name; }) ||
-                            g.is_graph_input(vi->name);
+      const bool declared =
+          std::any_of(g.value_info.begin(), g.value_info.end(),
+                      [&](const ir::ValueInfo& v) { return v.name == vi->name; }) ||
+          g.is_graph_input(vi->name);
       if (!declared) {
         ir::ValueInfo copy = *vi;
         g.value_info.push_back(std::move(copy));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ptq/ir/builders.h"
+#include "marking.h"
 #include "rewrite.h"
 
 namespace ptq::planner {
@@ -24,7 +25,8 @@ struct ActScale {
 // A Quantize/DequantizeLinear node; `axis` < 0: per-tensor (no axis attribute).
 ir::Node qdq_node(std::string op, std::string name, std::vector<std::string> inputs,
                   std::string output, int64_t axis) {
-  ir::Node n = ir::make_node(std::move(op), std::move(name), std::move(inputs), {std::move(output)});
+  ir::Node n =
+      ir::make_node(std::move(op), std::move(name), std::move(inputs), {std::move(output)});
   if (axis >= 0) n.attributes.push_back(ir::int_attr("axis", axis));
   return n;
 }
@@ -53,6 +55,8 @@ class Rewriter {
     if (model_.ir_version < 7) model_.ir_version = 7;
     PTQ_RETURN_IF_ERROR(fold_batchnorms(g_, plan_, names_, dead_, replaced_, gone_values_));
     result_.folded_batchnorms = static_cast<int64_t>(plan_.folds.size());
+    PTQ_ASSIGN_OR_RETURN(result_.corrected_biases,
+                         correct_biases(g_, plan_, names_, replaced_, result_.warnings));
     PTQ_RETURN_IF_ERROR(quantize_weights_and_biases());
     for (const QuantEdge& e : plan_.edges) {
       if (e.role == Role::kActivation) rewire(e, activation_chain(e.tensor));
@@ -62,6 +66,9 @@ class Rewriter {
     write_metadata();
     for (const NodePlan& n : plan_.nodes) {
       if (n.quantized) result_.quantized_nodes.push_back(n.name.empty() ? n.unit : n.name);
+      if (!n.quantized && n.reason != kNoRuleReason && n.reason.rfind("folded into", 0) != 0) {
+        result_.float_nodes.push_back(n);
+      }
     }
     result_.float_tensors = plan_.float_tensors;
     return std::move(result_);
@@ -130,11 +137,16 @@ class Rewriter {
                               {q_out, s.scale_name, s.zp_name}, dq_out, -1));
     result_.quantize_nodes += 1;
     result_.dequantize_nodes += 1;
+    calib::TensorRange range = groups_.at(group_of_.at(tensor))->range;
+    range.histogram.clear();
+    result_.activations.push_back({tensor, s.scale, s.zero_point, std::move(range)});
     chain_out_[tensor] = dq_out;
     return dq_out;
   }
 
-  void rewire(const QuantEdge& e, const std::string& value) { g_.nodes[e.node].inputs[e.input] = value; }
+  void rewire(const QuantEdge& e, const std::string& value) {
+    g_.nodes[e.node].inputs[e.input] = value;
+  }
 
   Status quantize_weights_and_biases() {
     // Scales first: ORT widens a weight's scales so every bias reading it fits in int32.
@@ -291,7 +303,8 @@ class Rewriter {
       dropped_inits.insert(*it);  // a view of `unread`, which outlives the erased name
       return true;
     });
-    std::erase_if(g_.inputs, [&](const ir::ValueInfo& v) { return dropped_inits.contains(v.name); });
+    std::erase_if(g_.inputs,
+                  [&](const ir::ValueInfo& v) { return dropped_inits.contains(v.name); });
     std::erase_if(g_.nodes, [&](const ir::Node& node) {
       return node.op_type == "Constant" && !node.outputs.empty() && drop.contains(node.outputs[0]);
     });

@@ -78,6 +78,26 @@ ir::Tensor quantize_weights(const ir::Tensor& w, int64_t axis, std::span<const f
   return q;
 }
 
+ir::Tensor fake_quantize_weights(const ir::Tensor& w, int64_t axis) {
+  const std::vector<float> scales = weight_scales(w, axis);
+  const ir::Tensor q = quantize_weights(w, axis, scales);
+  const Slicing s = slicing(w.shape(), axis);
+  ir::Tensor out(ir::DType::kFloat32, w.shape());
+  const int8_t* src = q.data<int8_t>();
+  float* dst = out.data<float>();
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t c = 0; c < s.channels; ++c) {
+      const float scale = scales[static_cast<size_t>(c)];
+      const int64_t base = (o * s.channels + c) * s.inner;
+      // As DequantizeLinear computes it: (q - 0) * scale in float32.
+      for (int64_t i = 0; i < s.inner; ++i) {
+        dst[base + i] = static_cast<float>(src[base + i]) * scale;
+      }
+    }
+  }
+  return out;
+}
+
 int64_t widen_scales_for_bias(std::span<const float> bias, float input_scale,
                               std::vector<float>& weight_scales) {
   int64_t widened = 0;

@@ -17,7 +17,7 @@ Marking::Marking(const GraphView& v, const PlanOptions& o)
   for (size_t n = 0; n < v.size(); ++n) {
     nodes[n].name = v.node(n).name;
     nodes[n].op_type = v.node(n).op_type;
-    nodes[n].reason = "no quantization rule for this op type (float)";
+    nodes[n].reason = std::string(kNoRuleReason);
   }
 }
 

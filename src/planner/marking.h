@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,9 @@
 #include "ptq/planner.h"
 
 namespace ptq::planner {
+
+// NodePlan::reason of a node no placement rule looked at.
+inline constexpr std::string_view kNoRuleReason = "no quantization rule for this op type (float)";
 
 class Marking {
  public:
@@ -71,7 +75,8 @@ bool rule_ort_propagate(Marking& m, size_t n);
 // Finds BatchNormalizations that fold into the Conv before them.
 void find_bn_folds(Marking& m);
 
-// The error for an unresolved dim: node, tensor, dim, and the graph inputs to bind (unresolved.cpp).
+// The error for an unresolved dim: node, tensor, dim, and the graph inputs to bind
+// (unresolved.cpp).
 Status unresolved_error(const GraphView& view, const PlanOptions& options, const UnresolvedDim& d);
 
 }  // namespace ptq::planner

@@ -3,6 +3,8 @@
 // GCC bug 105562); the warning is about the library's code, not this file's.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -28,6 +30,38 @@ Expected<ActivationType> parse_activation_type(std::string_view name) {
   return usage_error("unknown activation type '{}' (choose int8 or uint8)", name);
 }
 
+std::string_view ort_provider_name(OrtProvider provider) {
+  switch (provider) {
+    case OrtProvider::kCpu: return "cpu";
+    case OrtProvider::kCuda: return "cuda";
+    case OrtProvider::kTensorRT: return "tensorrt";
+  }
+  return "?";
+}
+
+Expected<OrtProvider> parse_ort_provider(std::string_view name) {
+  for (OrtProvider p : {OrtProvider::kCpu, OrtProvider::kCuda, OrtProvider::kTensorRT}) {
+    if (name == ort_provider_name(p)) return p;
+  }
+  return usage_error("unknown ONNX Runtime execution provider '{}' (choose cpu, cuda or tensorrt)",
+                     name);
+}
+
+ActivationChoice fastest_activation_type(Target target, OrtProvider provider) {
+  if (target == Target::kTensorRT) return {ActivationType::kInt8, "TensorRT takes int8 only"};
+  switch (provider) {
+    case OrtProvider::kCpu:
+      return {ActivationType::kUInt8,
+              "ONNX Runtime's x86 CPU kernels run U8S8 (uint8 activations, int8 weights) far "
+              "faster than S8S8"};
+    case OrtProvider::kCuda:
+      return {ActivationType::kInt8, "ONNX Runtime's CUDA kernels take symmetric int8 (S8S8)"};
+    case OrtProvider::kTensorRT:
+      return {ActivationType::kInt8, "TensorRT takes symmetric int8 only"};
+  }
+  return {};
+}
+
 std::string_view role_name(Role role) {
   switch (role) {
     case Role::kActivation: return "activation";
@@ -50,6 +84,11 @@ Status PlanOptions::validate() const {
   for (const std::string& u : only_units) {
     if (std::find(skip_units.begin(), skip_units.end(), u) != skip_units.end()) {
       return usage_error("unit '{}' is both in only_units and in skip_units", u);
+    }
+  }
+  for (const auto& [unit, values] : bias_corrections) {
+    for (double v : values) {
+      if (!std::isfinite(v)) return usage_error("bias correction of '{}' is not finite", unit);
     }
   }
   return Status::ok();
@@ -88,47 +127,103 @@ std::string close_matches(std::string_view wanted, const std::vector<std::string
   return out + "?";
 }
 
-Status apply_exclusions(Marking& m) {
-  const GraphView& view = m.view;
+namespace {
+
+// The nodes whose name is `pattern` or matches it as a whole-name ECMAScript regex.
+std::vector<size_t> nodes_matching(const std::string& pattern,
+                                   const std::vector<std::string>& names) {
+  std::optional<std::regex> re;
+  try {
+    re.emplace(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error&) {
+    re.reset();  // not a regex: exact names only
+  }
+  std::vector<size_t> found;
+  for (size_t n = 0; n < names.size(); ++n) {
+    const std::string& name = names[n];
+    const bool match = name == pattern || (re && std::regex_match(name, *re));
+    if (!name.empty() && match) found.push_back(n);
+  }
+  return found;
+}
+
+void exclude(Marking& m, size_t n, std::string reason) {
+  if (!m.excluded[n]) m.nodes[n].reason = std::move(reason);
+  m.excluded[n] = true;
+}
+
+std::vector<std::string> node_names(const GraphView& view) {
   std::vector<std::string> names;
   for (size_t n = 0; n < view.size(); ++n) names.push_back(view.node(n).name);
-  for (const std::string& pattern : m.options.exclude_nodes) {
-    std::optional<std::regex> re;
-    try {
-      re.emplace(pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error&) {
-      re.reset();  // not a regex: exact names only
-    }
-    bool any = false;
-    for (size_t n = 0; n < view.size(); ++n) {
-      const std::string& name = names[n];
-      if (name.empty()) continue;
-      if (name == pattern || (re && std::regex_match(name, *re))) {
-        any = true;
-        if (!m.excluded[n]) m.nodes[n].reason = fmt::format("excluded by node pattern '{}'", pattern);
-        m.excluded[n] = true;
-      }
-    }
-    if (!any) {
-      return usage_error("exclusion '{}' matches no node name ({})", pattern,
+  return names;
+}
+
+std::vector<std::string> node_op_types(const GraphView& view) {
+  std::vector<std::string> op_types;
+  for (size_t n = 0; n < view.size(); ++n) op_types.push_back(view.node(n).op_type);
+  return op_types;
+}
+
+// A node pattern matching nothing is an error; an op type absent from the model a warning.
+Status check_node_patterns(const std::vector<std::string>& patterns,
+                           const std::vector<std::string>& names, std::string_view what) {
+  for (const std::string& pattern : patterns) {
+    if (nodes_matching(pattern, names).empty()) {
+      return usage_error("{} '{}' matches no node name ({})", what, pattern,
                          close_matches(pattern, names));
     }
   }
-  std::vector<std::string> op_types;
-  for (size_t n = 0; n < view.size(); ++n) op_types.push_back(view.node(n).op_type);
-  for (const std::string& op : m.options.exclude_op_types) {
-    bool any = false;
-    for (size_t n = 0; n < view.size(); ++n) {
-      if (op_types[n] != op) continue;
-      any = true;
-      if (!m.excluded[n]) m.nodes[n].reason = fmt::format("excluded op type {}", op);
-      m.excluded[n] = true;
-    }
-    if (!any) {
-      m.warnings.push_back(fmt::format("excluded op type '{}' is not in the model ({})", op,
-                                       close_matches(op, op_types)));
+  return Status::ok();
+}
+
+void check_op_types(Marking& m, const std::vector<std::string>& wanted,
+                    const std::vector<std::string>& op_types, std::string_view what) {
+  for (const std::string& op : wanted) {
+    if (std::find(op_types.begin(), op_types.end(), op) != op_types.end()) continue;
+    m.warnings.push_back(
+        fmt::format("{} '{}' is not in the model ({})", what, op, close_matches(op, op_types)));
+  }
+}
+
+// quantize_nodes / quantize_op_types: every node outside a non-empty list stays float.
+void restrict_to_selection(Marking& m, const std::vector<std::string>& names,
+                           const std::vector<std::string>& op_types) {
+  const PlanOptions& o = m.options;
+  std::vector<bool> named(names.size(), o.quantize_nodes.empty());
+  for (const std::string& pattern : o.quantize_nodes) {
+    for (size_t n : nodes_matching(pattern, names)) named[n] = true;
+  }
+  for (size_t n = 0; n < names.size(); ++n) {
+    if (!named[n]) {
+      exclude(m, n, "not among the nodes to quantize");
+    } else if (!o.quantize_op_types.empty() &&
+               std::find(o.quantize_op_types.begin(), o.quantize_op_types.end(), op_types[n]) ==
+                   o.quantize_op_types.end()) {
+      exclude(m, n, fmt::format("op type {} is not among the op types to quantize", op_types[n]));
     }
   }
+}
+
+}  // namespace
+
+Status apply_exclusions(Marking& m) {
+  const std::vector<std::string> names = node_names(m.view);
+  const std::vector<std::string> op_types = node_op_types(m.view);
+  PTQ_RETURN_IF_ERROR(check_node_patterns(m.options.exclude_nodes, names, "exclusion"));
+  PTQ_RETURN_IF_ERROR(check_node_patterns(m.options.quantize_nodes, names, "node to quantize"));
+  for (const std::string& pattern : m.options.exclude_nodes) {
+    for (size_t n : nodes_matching(pattern, names)) {
+      exclude(m, n, fmt::format("excluded by node pattern '{}'", pattern));
+    }
+  }
+  for (const std::string& op : m.options.exclude_op_types) {
+    for (size_t n = 0; n < names.size(); ++n) {
+      if (op_types[n] == op) exclude(m, n, fmt::format("excluded op type {}", op));
+    }
+  }
+  check_op_types(m, m.options.exclude_op_types, op_types, "excluded op type");
+  check_op_types(m, m.options.quantize_op_types, op_types, "op type to quantize");
+  restrict_to_selection(m, names, op_types);
   return Status::ok();
 }
 

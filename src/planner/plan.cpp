@@ -155,8 +155,10 @@ ScaleGroup group_range(const std::string& name, const std::vector<std::string>& 
     g.range.amax = std::max(g.range.amax, r->amax);
     g.has_range = true;
     g.range.count += r->count;
-    if (std::isfinite(r->min)) g.range.min = std::isnan(g.range.min) ? r->min : std::min(g.range.min, r->min);
-    if (std::isfinite(r->max)) g.range.max = std::isnan(g.range.max) ? r->max : std::max(g.range.max, r->max);
+    if (std::isfinite(r->min))
+      g.range.min = std::isnan(g.range.min) ? r->min : std::min(g.range.min, r->min);
+    if (std::isfinite(r->max))
+      g.range.max = std::isnan(g.range.max) ? r->max : std::max(g.range.max, r->max);
   }
   return g;
 }
@@ -200,7 +202,8 @@ void summarize(const Analysis& a, Plan& p) {
 }
 
 // Each scale group of the analysis with its range from the table.
-std::map<std::string, ScaleGroup> group_ranges(const Analysis& a, const calib::CalibrationTable& table) {
+std::map<std::string, ScaleGroup> group_ranges(const Analysis& a,
+                                               const calib::CalibrationTable& table) {
   std::map<std::string, ScaleGroup> groups;
   for (const auto& [name, list] : a.members) groups.emplace(name, group_range(name, list, table));
   return groups;

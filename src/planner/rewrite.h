@@ -41,4 +41,12 @@ size_t count_uses(const ir::Graph& graph, std::string_view name, const std::vect
 Status fold_batchnorms(ir::Graph& graph, const Plan& plan, NameSet& names, std::vector<bool>& dead,
                        std::set<std::string>& replaced, std::vector<std::string>& gone_values);
 
+// Subtracts PlanOptions::bias_corrections from the biases of the nodes whose weights the plan
+// quantizes (a bias is added where there is none), under fresh names; the old bias names go to
+// `replaced`. A bias computed by other nodes than Identity is left, with a warning. Returns how
+// many biases changed.
+Expected<int64_t> correct_biases(ir::Graph& graph, const Plan& plan, NameSet& names,
+                                 std::set<std::string>& replaced,
+                                 std::vector<std::string>& warnings);
+
 }  // namespace ptq::planner

@@ -129,7 +129,8 @@ std::string matmul_spec(const Marking& m, const ir::Node& node, Spec& spec) {
   const ir::Dim cols = b ? const_dim_from_end(*b, 1) : dim_from_end(m, bname, 1);
   if (m.options.quantize_matrix_vector) return "";
   if (rows.value == 1 || cols.value == 1) {
-    return fmt::format("matrix-vector MatMul ({} = 1), float by default", rows.value == 1 ? "M" : "N");
+    return fmt::format("matrix-vector MatMul ({} = 1), float by default",
+                       rows.value == 1 ? "M" : "N");
   }
   if (!rows.known()) spec.unresolved.push_back({0, a, "M", rows.param});
   if (!cols.known()) spec.unresolved.push_back({0, bname, "N", cols.param});

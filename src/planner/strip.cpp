@@ -16,7 +16,8 @@ namespace {
 Expected<ir::Tensor> dequantize_constant(const ir::Node& dq, const ir::Tensor& q,
                                          const ir::Tensor& scale, const ir::Tensor* zp) {
   if (scale.dtype() != ir::DType::kFloat32) {
-    return invalid_input("{}: scale is {}, expected float32", dq.label(), ir::dtype_name(scale.dtype()));
+    return invalid_input("{}: scale is {}, expected float32", dq.label(),
+                         ir::dtype_name(scale.dtype()));
   }
   ir::Tensor out(ir::DType::kFloat32, q.shape());
   int64_t axis = dq.attr_int("axis", 1);
@@ -77,7 +78,8 @@ Expected<int64_t> strip_qdq(ir::Model& model) {
     const std::string x = qn.input(0);
     for (size_t j = 0; j < g.nodes.size(); ++j) {
       const ir::Node& dq = g.nodes[j];
-      if (dead[j] || j == i || std::find(dq.inputs.begin(), dq.inputs.end(), qn.outputs[0]) == dq.inputs.end()) {
+      if (dead[j] || j == i ||
+          std::find(dq.inputs.begin(), dq.inputs.end(), qn.outputs[0]) == dq.inputs.end()) {
         continue;
       }
       if (dq.op_type != "DequantizeLinear") {

@@ -36,7 +36,8 @@ std::vector<float> WeightMemo::scales(const ir::Tensor& w, int64_t axis) {
   return e->scales;
 }
 
-ir::Tensor WeightMemo::quantized(const ir::Tensor& w, int64_t axis, const std::vector<float>& scales) {
+ir::Tensor WeightMemo::quantized(const ir::Tensor& w, int64_t axis,
+                                 const std::vector<float>& scales) {
   if (!sources_.contains(w.raw())) return quantize_weights(w, axis, scales);
   std::lock_guard<std::mutex> lock(mutex_);
   Entry* e = find(w, axis);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "html_chart.h"
@@ -228,6 +229,40 @@ std::string sensitivity_section(const SensitivityReport& r) {
   return out + "</table>\n";
 }
 
+std::string trace_tooltip(const TraceTensor& t) {
+  std::string s = t.name + (t.op_type.empty() ? "" : " (" + t.op_type + ")") + ": SQNR " +
+                  metric_str(t.sqnr_db) + " dB";
+  if (!std::isnan(t.cosine)) s += ", cosine " + fmt::format("{:.6f}", t.cosine);
+  if (!std::isnan(t.drop_db)) s += ", drop " + metric_str(t.drop_db) + " dB";
+  return s + (t.jump ? ", error jumps here" : "");
+}
+
+std::string trace_section(const ErrorTrace& r) {
+  std::string out = "<h2 id=\"trace\">Error along the graph</h2>\n";
+  const int64_t jumps = std::count_if(r.tensors.begin(), r.tensors.end(),
+                                      [](const TraceTensor& t) { return t.jump; });
+  out += fmt::format(
+      "<p>From <code>{}</code>: SQNR of each tensor of <code>{}</code> against <code>{}</code>, "
+      "in graph order; {} in red (SQNR more than {} dB below its inputs' level).</p>\n",
+      html_escape(r.source), html_escape(r.model_b), html_escape(r.model_a),
+      plural(jumps, "jump"), metric_str(r.jump_db));
+  std::vector<LinePoint> points;
+  for (const TraceTensor& t : r.tensors) {
+    points.push_back({t.name, t.sqnr_db, t.jump, trace_tooltip(t)});
+  }
+  out += line_chart(points, 50.0, "SQNR (dB)", "SQNR per tensor along the graph");
+  out += "<details><summary>" + plural(static_cast<int64_t>(r.tensors.size()), "tensor") +
+         "</summary>\n<table>\n<tr><th></th><th>tensor</th><th>op</th><th class=\"num\">SQNR "
+         "(dB)</th><th class=\"num\">cosine</th><th class=\"num\">drop (dB)</th></tr>\n";
+  for (const TraceTensor& t : r.tensors) {
+    out += "<tr>" + td(t.jump ? "jump" : "") + td(t.name + (t.dequantized ? " (dq)" : "")) +
+           td(t.op_type) + td_num(metric_str(t.sqnr_db)) +
+           td_num(std::isnan(t.cosine) ? "" : fmt::format("{:.6f}", t.cosine)) +
+           td_num(std::isnan(t.drop_db) ? "" : metric_str(t.drop_db)) + "</tr>\n";
+  }
+  return out + "</table></details>\n";
+}
+
 std::string compare_section(const std::vector<Analysis>& all) {
   std::string out = "<h2 id=\"compare\">Variants side by side</h2>\n";
   std::vector<StackedBar> bars;
@@ -339,12 +374,14 @@ std::string html_report(std::span<const ModelEntry> models, const SensitivityRep
       "<nav><a href=\"#summary\">Summary</a><a href=\"#precision\">Precision</a>"
       "<a href=\"#lint\">Lint</a>";
   if (sensitivity) out += "<a href=\"#sensitivity\">Sensitivity</a>";
+  if (options.trace) out += "<a href=\"#trace\">Error trace</a>";
   if (all.size() > 1) out += "<a href=\"#compare\">Variants</a>";
   out += "<a href=\"#graph\">Graph</a><a href=\"#layers\">Layers</a></nav>\n";
   out += summary_section(all[0]);
   out += precision_section(all[0]);
   out += lint_section(all[0]);
   if (sensitivity) out += sensitivity_section(*sensitivity);
+  if (options.trace) out += trace_section(*options.trace);
   if (all.size() > 1) out += compare_section(all);
   out += graph_section(options);
   out += layers_section(all[0]);

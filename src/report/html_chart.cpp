@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ptq::report {
 
@@ -140,6 +141,105 @@ std::string value_bar_chart(const std::vector<std::pair<std::string, double>>& v
     svg += fmt::format("<text x=\"{:.2f}\" y=\"{}\" dominant-baseline=\"middle\">{}</text>\n",
                        std::max(zero_x, x + w) + 4, y + kBarHeight / 2, number(v));
     y += kRow;
+  }
+  return svg + "</svg>\n";
+}
+
+namespace {
+
+// The line chart's frame: plot area and value -> y.
+struct LineFrame {
+  static constexpr double kLeft = 56.0, kTop = 12.0, kPlotHeight = 260.0, kLabels = 150.0;
+  static constexpr double kWidth = kLabelWidth + kBarArea + kValueWidth;
+  double lo = 0.0, hi = 10.0;
+  size_t n = 1;
+  double plot_width() const { return kWidth - kLeft - 10.0; }
+  double x(size_t i) const { return kLeft + (static_cast<double>(i) + 0.5) * plot_width() / n; }
+  double y(double v) const {
+    if (v == std::numeric_limits<double>::infinity()) v = hi;
+    return kTop + (hi - std::clamp(v, lo, hi)) / (hi - lo) * kPlotHeight;
+  }
+  double bottom() const { return kTop + kPlotHeight; }
+};
+
+LineFrame line_frame(const std::vector<LinePoint>& points, double top) {
+  LineFrame f;
+  f.n = std::max<size_t>(points.size(), 1);
+  double lo = 0.0, hi = top;
+  for (const LinePoint& p : points) {
+    if (!std::isfinite(p.value)) continue;
+    lo = std::min(lo, p.value);
+    hi = std::max(hi, p.value);
+  }
+  f.lo = std::floor(lo / 10.0) * 10.0;
+  f.hi = std::max(std::ceil(hi / 10.0) * 10.0, f.lo + 10.0);
+  return f;
+}
+
+std::string line_axes(const LineFrame& f, std::string_view unit) {
+  std::string svg;
+  for (double v = f.lo; v <= f.hi + 1e-9; v += 10.0) {
+    svg += fmt::format(
+        "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.2f}\" y2=\"{2:.2f}\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"{3}\" y=\"{2:.2f}\" text-anchor=\"end\" dominant-baseline=\"middle\">{4}"
+        "</text>\n",
+        f.kLeft, f.kWidth - 10.0, f.y(v), f.kLeft - 4, number(v));
+  }
+  svg += fmt::format(
+      "<text x=\"12\" y=\"{:.2f}\" transform=\"rotate(-90 12 {:.2f})\" "
+      "text-anchor=\"middle\">{}</text>\n",
+      f.kTop + f.kPlotHeight / 2, f.kTop + f.kPlotHeight / 2, html_escape(unit));
+  return svg;
+}
+
+std::string x_label(const LineFrame& f, size_t i, const LinePoint& p) {
+  return fmt::format(
+      "<text x=\"{0:.2f}\" y=\"{1:.2f}\" transform=\"rotate(-60 {0:.2f} {1:.2f})\" "
+      "text-anchor=\"end\" fill=\"{2}\">{3}</text>\n",
+      f.x(i), f.bottom() + 8, p.marked ? "#c0392b" : "#444", html_escape(shorten(p.label, 24)));
+}
+
+// A point's circle with its tooltip (hollow at +inf), and a dashed line through a marked one.
+std::string point_marks(const LineFrame& f, size_t i, const LinePoint& p) {
+  std::string svg;
+  if (p.marked) {
+    svg += fmt::format(
+        "<line class=\"jump\" x1=\"{0:.2f}\" x2=\"{0:.2f}\" y1=\"{1}\" y2=\"{2}\" "
+        "stroke=\"#c0392b\" stroke-dasharray=\"2 2\"/>\n",
+        f.x(i), f.kTop, f.bottom());
+  }
+  if (std::isnan(p.value)) return svg;
+  const bool hollow = std::isinf(p.value) && p.value > 0;
+  const char* colour = p.marked ? "#c0392b" : "#2e86c1";
+  return svg + fmt::format(
+                   "<circle cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{}\" fill=\"{}\" stroke=\"{}\">"
+                   "<title>{}</title></circle>\n",
+                   f.x(i), f.y(p.value), p.marked ? 5 : 3, hollow ? "#fff" : colour, colour,
+                   html_escape(p.tooltip));
+}
+
+}  // namespace
+
+std::string line_chart(const std::vector<LinePoint>& points, double top, std::string_view unit,
+                       std::string_view aria_label) {
+  const LineFrame f = line_frame(points, top);
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"{0}\" "
+      "height=\"{1}\" viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\" "
+      "font-family=\"sans-serif\" font-size=\"10\">\n",
+      f.kWidth, f.bottom() + f.kLabels, html_escape(aria_label));
+  svg += line_axes(f, unit);
+  std::string line;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (std::isnan(points[i].value)) continue;
+    line += fmt::format("{}{:.2f},{:.2f}", line.empty() ? "" : " ", f.x(i), f.y(points[i].value));
+  }
+  svg +=
+      "<polyline fill=\"none\" stroke=\"#2e86c1\" stroke-width=\"1.5\" points=\"" + line + "\"/>\n";
+  const bool all_labels = points.size() <= 40;
+  for (size_t i = 0; i < points.size(); ++i) {
+    svg += point_marks(f, i, points[i]);
+    if (all_labels || points[i].marked) svg += x_label(f, i, points[i]);
   }
   return svg + "</svg>\n";
 }

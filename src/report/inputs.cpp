@@ -1,5 +1,8 @@
-// Readers of the report's optional inputs: evaluation results and sensitivity sweeps (JSON).
+// Readers of the report's optional inputs: evaluation results, sensitivity sweeps and error
+// traces (JSON).
 #include <fmt/format.h>
+
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +36,34 @@ void add_numbers(const Json& obj, const std::string& prefix,
   for (const auto& [k, v] : obj.items()) {
     if (v.is_number() && !v.is_boolean()) out.emplace_back(prefix + k, v.get<double>());
   }
+}
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A metric as `ptq compare` writes it: a number, or "inf", "-inf", "nan" (JSON has none).
+std::optional<double> metric_value(const Json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (!v.is_string()) return std::nullopt;
+  const std::string s = v.get<std::string>();
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  if (s == "nan") return kNaN;
+  return std::nullopt;
+}
+
+std::string string_field(const Json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+double metric_field(const Json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? kNaN : metric_value(*it).value_or(kNaN);
+}
+
+bool bool_field(const Json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
 }
 
 }  // namespace
@@ -85,6 +116,32 @@ Expected<SensitivityReport> parse_sensitivity_json(std::string_view text,
     } else if (is_scalar(v)) {
       r.info.emplace_back(k, scalar_text(v));
     }
+  }
+  return r;
+}
+
+Expected<ErrorTrace> parse_trace_json(std::string_view text, std::string_view file_name) {
+  PTQ_ASSIGN_OR_RETURN(Json j, parse(text, file_name));
+  auto tensors = j.find("tensors");
+  if (tensors == j.end() || !tensors->is_array()) {
+    return invalid_input("{}: expected a \"tensors\" array (ptq compare --per-tensor --json)",
+                         file_name);
+  }
+  ErrorTrace r{std::string(file_name), string_field(j, "model_a"), string_field(j, "model_b"),
+               metric_field(j, "jump_db"), {}};
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    const Json& t = (*tensors)[i];
+    auto name = t.is_object() ? t.find("name") : t.end();
+    auto sqnr = t.is_object() ? t.find("sqnr_db") : t.end();
+    if (!t.is_object() || name == t.end() || !name->is_string() || sqnr == t.end() ||
+        !metric_value(*sqnr)) {
+      return invalid_input("{}: tensors[{}] needs a string \"name\" and an \"sqnr_db\"",
+                           file_name, i);
+    }
+    r.tensors.push_back({name->get<std::string>(), string_field(t, "op_type"),
+                         *metric_value(*sqnr), metric_field(t, "cosine"),
+                         metric_field(t, "drop_db"), bool_field(t, "jump"),
+                         bool_field(t, "dequantized")});
   }
   return r;
 }

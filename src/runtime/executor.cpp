@@ -131,7 +131,8 @@ Status PlanExecutor::bind_inputs(const NamedTensors& inputs) {
     const int32_t id = plan_.id(name);
     if (id < 0 || plan_.values[id].kind != ValueKind::kInput) {
       std::string known;
-      for (int32_t r : plan_.real_inputs) known += (known.empty() ? "" : ", ") + plan_.values[r].name;
+      for (int32_t r : plan_.real_inputs)
+        known += (known.empty() ? "" : ", ") + plan_.values[r].name;
       return invalid_input("unknown input '{}' (the model's inputs: {})", name, known);
     }
     if (slots_[id].set) return invalid_input("input '{}' is given twice", name);
@@ -161,18 +162,21 @@ Status PlanExecutor::prepare_observers(std::span<Observer* const> observers) {
       std::vector<bool> mask(plan_.values.size(), false);
       for (const std::string& name : o->wanted(model_.graph)) {
         const int32_t id = plan_.id(name);
-        if (id < 0) return invalid_input("an observer wants tensor '{}', which the model lacks", name);
+        if (id < 0)
+          return invalid_input("an observer wants tensor '{}', which the model lacks", name);
         mask[id] = true;
       }
       it = wanted_.emplace(o, std::move(mask)).first;
     }
-    for (size_t i = 0; i < any_wanted_.size(); ++i) any_wanted_[i] = any_wanted_[i] || it->second[i];
+    for (size_t i = 0; i < any_wanted_.size(); ++i)
+      any_wanted_[i] = any_wanted_[i] || it->second[i];
   }
   return Status::ok();
 }
 
 Status PlanExecutor::observe(int32_t id, std::span<Observer* const> observers) {
-  if (id < 0 || !any_wanted_[id] || !slots_[id].set || slots_[id].tensor.empty()) return Status::ok();
+  if (id < 0 || !any_wanted_[id] || !slots_[id].set || slots_[id].tensor.empty())
+    return Status::ok();
   const PlanValue& v = plan_.values[id];
   const ir::Tensor& t = slots_[id].tensor;
   std::unique_ptr<TensorStatistics> stats = backend_.statistics(t, options_.threads);
@@ -488,7 +492,8 @@ Expected<std::unique_ptr<Executor>> Executor::create(const ir::Model& model, Bac
   if (!missing.empty()) {
     std::string list;
     for (const std::string& op : missing) list += (list.empty() ? "" : ", ") + op;
-    return invalid_input("the {} backend cannot run these ops of the model: {}", backend.name(), list);
+    return invalid_input("the {} backend cannot run these ops of the model: {}", backend.name(),
+                         list);
   }
   const int64_t opset = model.opset("");
   if (opset <= 0) return invalid_input("the model imports no default-domain (ai.onnx) opset");

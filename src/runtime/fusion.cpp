@@ -71,8 +71,9 @@ FusedChain finish(const Plan& plan, FusedChain c) {
 }
 
 // The chains starting at step `head`, longest first, that its kernel takes.
-void chains_from(const Plan& plan, const ir::Graph& graph, const std::vector<std::vector<Use>>& uses,
-                 size_t head, const Kernel& kernel, std::vector<FusedChain>& out) {
+void chains_from(const Plan& plan, const ir::Graph& graph,
+                 const std::vector<std::vector<Use>>& uses, size_t head, const Kernel& kernel,
+                 std::vector<FusedChain>& out) {
   const int32_t y = single_output(plan.steps[head]);
   const std::optional<Use> u = sole_use(plan, uses, y);
   if (!u) return;
@@ -85,7 +86,8 @@ void chains_from(const Plan& plan, const ir::Graph& graph, const std::vector<std
     c.residual = next.inputs[1 - u->slot];
     if (c.residual < 0) return;
     const int32_t sum = single_output(next);
-    if (auto act = activation_after(plan, graph, uses, sum); act && kernel.fuses(true, act->second)) {
+    if (auto act = activation_after(plan, graph, uses, sum);
+        act && kernel.fuses(true, act->second)) {
       FusedChain longer = c;
       longer.act = static_cast<int64_t>(act->first);
       longer.activation = act->second;
@@ -123,7 +125,8 @@ std::vector<FusedChain> find_chains(const Plan& plan, const ir::Graph& graph,
   std::vector<FusedChain> chains;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const ir::Node& node = graph.nodes[plan.steps[s].node];
-    if (is_op(node, "Conv") || is_op(node, "Gemm")) chains_from(plan, graph, uses, s, *kernels[s], chains);
+    if (is_op(node, "Conv") || is_op(node, "Gemm"))
+      chains_from(plan, graph, uses, s, *kernels[s], chains);
   }
   return chains;
 }
@@ -136,7 +139,8 @@ std::vector<int32_t> pick_chains(const Plan& plan, const std::vector<FusedChain>
   for (size_t i = 0; i < chains.size(); ++i) {
     const FusedChain& c = chains[i];
     const std::vector<size_t> steps = c.steps();
-    const bool seen = std::any_of(c.hidden.begin(), c.hidden.end(), [&](int32_t id) { return wanted[id]; });
+    const bool seen =
+        std::any_of(c.hidden.begin(), c.hidden.end(), [&](int32_t id) { return wanted[id]; });
     const bool clash = std::any_of(steps.begin(), steps.end(), [&](size_t s) { return taken[s]; });
     if (seen || clash) continue;
     for (size_t s : steps) taken[s] = true;
@@ -260,7 +264,8 @@ std::optional<std::pair<float, float>> clip_bounds(const ir::Node& clip, int64_t
     return std::make_pair(clip.attr_float("min", std::numeric_limits<float>::lowest()),
                           clip.attr_float("max", std::numeric_limits<float>::max()));
   }
-  std::pair<float, float> b{std::numeric_limits<float>::lowest(), std::numeric_limits<float>::max()};
+  std::pair<float, float> b{std::numeric_limits<float>::lowest(),
+                            std::numeric_limits<float>::max()};
   for (const ir::Tensor* t : {lo, hi}) {
     if (t != nullptr && (t->dtype() != ir::DType::kFloat32 || t->size() != 1)) return std::nullopt;
   }

@@ -132,14 +132,16 @@ ir::TypeInfo type_of(const ir::Model& base, const ir::Model& variant, const std:
 // Values computable from constants and shapes alone. The Vulkan executor needs an op's shape
 // inputs (Reshape's shape, …) to be such values of its own graph, so a cut recomputes them
 // (Shape, Gather, Concat on a few integers) instead of reading them at its boundary.
-ValueFlags shape_values(const ir::Graph& g, const Values& values, const std::vector<size_t>& order) {
+ValueFlags shape_values(const ir::Graph& g, const Values& values,
+                        const std::vector<size_t>& order) {
   ValueFlags s{values};
   for (const ir::Initializer& i : g.initializers()) s.set(i.name);
   for (size_t n : order) {
     const ir::Node& node = g.nodes[n];
     bool all = !node.inputs.empty() || node.op_type == "Constant";
     for (const std::string& in : node.inputs) all = all && (in.empty() || s.get(in));
-    const bool of_shape = node.in_default_domain() && (node.op_type == "Shape" || node.op_type == "Size");
+    const bool of_shape =
+        node.in_default_domain() && (node.op_type == "Shape" || node.op_type == "Size");
     if (!all && !of_shape) continue;
     for (const std::string& out : node.outputs) s.set(out);
   }
@@ -280,7 +282,8 @@ namespace {
 
 // The base nodes a rewiring's variant runs anew: the nodes it rewires, every node reading a
 // value one of those computes (in order), then the producers of the shape values they read.
-std::vector<bool> rewired_nodes(const BaseNumbers& b, const Rewiring& r, std::vector<char>& changed) {
+std::vector<bool> rewired_nodes(const BaseNumbers& b, const Rewiring& r,
+                                std::vector<char>& changed) {
   std::vector<bool> in_cut(b.inputs.size(), false);
   for (const Rewiring::Read& read : r.reads) in_cut[read.node] = true;
   for (size_t n : b.order) {
@@ -322,14 +325,17 @@ class CutBuilder {
   CutBuilder(const ir::Model& base, const BaseNumbers& b, const Rewiring& r,
              const std::vector<bool>& in_cut, Cut& cut)
       : base_(base), b_(b), r_(r), in_cut_(in_cut), cut_(cut), seen_(b.values.size(), 0) {
-    for (const auto& [before, node] : r.inserted) made_.insert(node.outputs.begin(), node.outputs.end());
+    for (const auto& [before, node] : r.inserted)
+      made_.insert(node.outputs.begin(), node.outputs.end());
   }
 
   // Adds `node` (a copy of base node `n`, rewired, or a node brought in: n < 0).
   Status add(ir::Node node, int64_t n) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const bool as_base = n >= 0 && node.inputs[i] == base_.graph.nodes[static_cast<size_t>(n)].inputs[i];
-      const int64_t id = as_base ? b_.inputs[static_cast<size_t>(n)][i] : b_.values.id(node.inputs[i]);
+      const bool as_base =
+          n >= 0 && node.inputs[i] == base_.graph.nodes[static_cast<size_t>(n)].inputs[i];
+      const int64_t id =
+          as_base ? b_.inputs[static_cast<size_t>(n)][i] : b_.values.id(node.inputs[i]);
       PTQ_RETURN_IF_ERROR(take(node.inputs[i], id));
     }
     cut_.sub.graph.nodes.push_back(std::move(node));
@@ -379,7 +385,8 @@ Expected<Cut> CutMaker::cut(const Rewiring& r) const {
   const ir::Graph& g = base_.graph;
   for (const Rewiring::Read& read : r.reads) {
     if (read.node >= g.nodes.size() || read.slot >= g.nodes[read.node].inputs.size()) {
-      return runtime_error("a rewiring reads at node {} input {}, which the base lacks", read.node, read.slot);
+      return runtime_error("a rewiring reads at node {} input {}, which the base lacks", read.node,
+                           read.slot);
     }
   }
   std::vector<char> changed(b.values.size(), 0);
@@ -401,7 +408,8 @@ Expected<Cut> CutMaker::cut(const Rewiring& r) const {
     }
     PTQ_RETURN_IF_ERROR(builder.add(std::move(node), static_cast<int64_t>(n)));
   }
-  if (inserted != r.inserted.end()) return runtime_error("a rewiring inserts nodes before no node of the base");
+  if (inserted != r.inserted.end())
+    return runtime_error("a rewiring inserts nodes before no node of the base");
   cut.nodes = static_cast<int64_t>(cut.sub.graph.nodes.size());
   for (const ir::ValueInfo& out : g.outputs) {
     const int64_t id = b.values.id(out.name);
@@ -428,7 +436,8 @@ ir::Model borrowing_copy(const ir::Model& model) {
     for (size_t a = 0; a < attrs.size(); ++a) {
       const ir::Attribute& from = model.graph.nodes[n].attributes[a];
       attrs[a].t = from.t.view();
-      for (size_t i = 0; i < attrs[a].tensors.size(); ++i) attrs[a].tensors[i] = from.tensors[i].view();
+      for (size_t i = 0; i < attrs[a].tensors.size(); ++i)
+        attrs[a].tensors[i] = from.tensors[i].view();
     }
   }
   return copy;

@@ -49,7 +49,8 @@ bool same_scale(const Plan& a, const Plan& b, const std::string& tensor) {
 bool biases_follow_weights(const std::vector<QuantEdge>& edges, const std::set<Slot>& kept) {
   for (const QuantEdge& e : edges) {
     if (e.role != Role::kBias) continue;
-    if (kept.contains({e.node, e.input}) != kept.contains({e.node, e.bias_weight_slot})) return false;
+    if (kept.contains({e.node, e.input}) != kept.contains({e.node, e.bias_weight_slot}))
+      return false;
   }
   return true;
 }
@@ -60,11 +61,12 @@ struct Split {
 };
 
 // `full`'s edges split by `variant`, when every edge of `variant` is one of `full`'s with the
-// same scale, neither plan folds a BatchNormalization, and no weight or bias is read by a kept
-// edge and a dropped one (its scales may have been widened for the dropped one's bias);
-// nullopt otherwise.
+// same scale, neither plan folds a BatchNormalization nor corrects a bias, and no weight or bias is
+// read by a kept edge and a dropped one (its scales may have been widened for the dropped one's
+// bias); nullopt otherwise.
 std::optional<Split> split_edges(const Plan& full, const Plan& variant) {
-  if (!full.folds.empty() || !variant.folds.empty() || full.node_count != variant.node_count) {
+  if (!full.folds.empty() || !variant.folds.empty() || full.node_count != variant.node_count ||
+      !full.options.bias_corrections.empty()) {  // corrected biases are no edges
     return std::nullopt;
   }
   std::map<Slot, const QuantEdge*> by_slot;
@@ -102,7 +104,8 @@ ir::Model runnable_copy(const ir::Model& base) {
   m.graph.nodes = base.graph.nodes;
   std::vector<ir::Initializer>& inits = m.graph.mutable_initializers();
   inits.reserve(base.graph.initializers().size());
-  for (const ir::Initializer& i : base.graph.initializers()) inits.push_back({i.name, i.tensor.view(), {}});
+  for (const ir::Initializer& i : base.graph.initializers())
+    inits.push_back({i.name, i.tensor.view(), {}});
   return m;
 }
 
@@ -140,7 +143,8 @@ std::optional<std::vector<const QuantEdge*>> dropped_edges(const Plan& base, con
   return std::move(split->dropped);
 }
 
-std::optional<std::vector<const QuantEdge*>> added_edges(const Plan& quantized, const Plan& variant) {
+std::optional<std::vector<const QuantEdge*>> added_edges(const Plan& quantized,
+                                                         const Plan& variant) {
   std::optional<Split> split = split_edges(quantized, variant);
   if (!split) return std::nullopt;
   return std::move(split->kept);
@@ -163,7 +167,8 @@ std::optional<Rewiring> rewiring_dropping(const ir::Model& base, const ir::Graph
 
 ir::Model rewired(const ir::Model& base, const Rewiring& r) {
   ir::Model m = runnable_copy(base);
-  for (const Rewiring::Read& read : r.reads) m.graph.nodes[read.node].inputs[read.slot] = read.value;
+  for (const Rewiring::Read& read : r.reads)
+    m.graph.nodes[read.node].inputs[read.slot] = read.value;
   for (const ir::Initializer& i : r.initializers) m.graph.add_initializer(i.name, i.tensor.view());
   if (r.inserted.empty()) return m;
   std::vector<ir::Node> out;
@@ -190,7 +195,8 @@ std::optional<std::pair<const ir::Node*, const ir::Node*>> qdq_chain(
   const int64_t q = index.producer(dq.inputs[0]);
   if (q < 0) return std::nullopt;
   const ir::Node& qn = quantized.graph.nodes[static_cast<size_t>(q)];
-  if (qn.op_type != "QuantizeLinear" || qn.inputs.empty() || qn.inputs[0] != tensor) return std::nullopt;
+  if (qn.op_type != "QuantizeLinear" || qn.inputs.empty() || qn.inputs[0] != tensor)
+    return std::nullopt;
   return std::pair{&qn, &dq};
 }
 

@@ -40,7 +40,8 @@ namespace {
 
 // Sum of squared differences of two float32 tensors of one shape.
 Expected<double> sum_squared_error(const ir::Tensor& r, const ir::Tensor& t) {
-  if (r.dtype() != ir::DType::kFloat32 || t.dtype() != ir::DType::kFloat32 || r.shape() != t.shape()) {
+  if (r.dtype() != ir::DType::kFloat32 || t.dtype() != ir::DType::kFloat32 ||
+      r.shape() != t.shape()) {
     return invalid_input("mse needs float32 outputs of one shape, got {} and {}",
                          ir::shape_str(r.shape()), ir::shape_str(t.shape()));
   }
@@ -60,7 +61,8 @@ Status Evaluator::Tally::add(const Evaluator& ev, int64_t batch,
                              const runtime::NamedTensors& outputs) {
   const runtime::NamedTensors& ref = ev.reference(batch);
   if (outputs.size() != ref.size()) {
-    return runtime_error("variant gives {} outputs, the float model {}", outputs.size(), ref.size());
+    return runtime_error("variant gives {} outputs, the float model {}", outputs.size(),
+                         ref.size());
   }
   if (agree_.empty()) {
     agree_.resize(ref.size());
@@ -115,7 +117,8 @@ Score Evaluator::Tally::score(const Evaluator& ev) const {
     if (ev.metric() == Metric::kSqnr) v = agree_[i].sqnr_db();
     if (ev.metric() == Metric::kCosine) v = agree_[i].cosine();
     if (ev.metric() == Metric::kMse) {
-      v = n_[i] > 0 ? sse_[i] / static_cast<double>(n_[i]) : std::numeric_limits<double>::quiet_NaN();
+      v = n_[i] > 0 ? sse_[i] / static_cast<double>(n_[i])
+                    : std::numeric_limits<double>::quiet_NaN();
     }
     s.per_output.push_back(v);
     s.value += v;
@@ -146,7 +149,8 @@ Expected<Evaluator> Evaluator::create(const ir::Model& model, ExecutorFactory ex
     ev.labels_ = *labels;
   }
   const int64_t batches = eval.num_batches();
-  const int64_t run = options.reference_batches >= 0 ? std::min(options.reference_batches, batches) : batches;
+  const int64_t run =
+      options.reference_batches >= 0 ? std::min(options.reference_batches, batches) : batches;
   ev.reference_.reserve(static_cast<size_t>(batches));  // add_reference() never moves them
   ev.float_score_.value = std::numeric_limits<double>::quiet_NaN();
   if (run == 0) return ev;
@@ -184,7 +188,8 @@ Status Evaluator::score_float() {
 }
 
 Expected<Score> Evaluator::evaluate(const ir::Model& variant) const {
-  if (!has_all_references()) return runtime_error("the FP32 outputs of some eval batches are missing");
+  if (!has_all_references())
+    return runtime_error("the FP32 outputs of some eval batches are missing");
   PTQ_ASSIGN_OR_RETURN(auto exec, make_executor(variant, options_.threads));
   Tally t;
   for (int64_t b = 0; b < num_batches(); ++b) {

@@ -43,6 +43,7 @@ struct Job {
   int64_t nodes = 0;  // the part's, before merging moves them (merge.h)
   Evaluator::Tally tally;
   Status status;
+  bool mine = true;  // run by this rank (ranks())
 
   // What runs per batch: the cut, or the whole variant.
   const ir::Model& part() const { return cut ? cut->sub : *variant; }
@@ -197,7 +198,8 @@ Expected<runtime::NamedTensors> variant_outputs(const Job& job, std::vector<ir::
   runtime::NamedTensors out;
   const size_t count = job.variant ? job.variant->graph.outputs.size() : base.outputs.size();
   for (size_t i = 0; i < count; ++i) {
-    const std::string& name = job.variant ? job.variant->graph.outputs[i].name : base.outputs[i].first;
+    const std::string& name =
+        job.variant ? job.variant->graph.outputs[i].name : base.outputs[i].first;
     const int64_t s = job.cut ? job.cut->sub_output[i] : static_cast<int64_t>(i);
     if (s >= 0) {
       out.emplace_back(name, std::move(part_out[static_cast<size_t>(s)]));
@@ -306,7 +308,8 @@ void parallel_for(size_t n, int workers, Fn fn) {
 std::vector<std::string> cut_values(const std::vector<Job>& jobs) {
   std::vector<std::string> wanted;
   for (const Job& job : jobs) {
-    if (job.cut) wanted.insert(wanted.end(), job.cut->boundary.begin(), job.cut->boundary.end());
+    if (!job.cut || !job.mine) continue;
+    wanted.insert(wanted.end(), job.cut->boundary.begin(), job.cut->boundary.end());
   }
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
@@ -410,8 +413,14 @@ Status run_batches(const Batches& r, Fed first, Evaluator::Tally* quantized,
   return Status::ok();
 }
 
+size_t mine_count(const std::vector<Job>& jobs) {
+  auto mine = [](const Job& j) { return j.mine; };
+  return static_cast<size_t>(std::count_if(jobs.begin(), jobs.end(), mine));
+}
+
 // One job per unit, then (unless the base run scores it) one for the fully quantized model.
-std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o, bool base_is_quantized) {
+std::vector<Job> make_jobs(const planner::Plan& plan, const SweepOptions& o,
+                           bool base_is_quantized) {
   std::vector<Job> jobs(plan.units.size() + (base_is_quantized ? 0 : 1));
   for (size_t i = 0; i < plan.units.size(); ++i) {
     jobs[i].name = plan.units[i].name;
@@ -440,7 +449,8 @@ bool overlap_base(bool idle, int threads, int workers, SweepOptions::BaseOverlap
 bool idle_pass(const Evaluator& ev) {
   constexpr double kBusyAtMost = 0.85;
   if (ev.float_pass_seconds() <= 0.0) return false;
-  return ev.float_pass_cpu_seconds() / (ev.float_pass_seconds() * std::max(ev.threads(), 1)) < kBusyAtMost;
+  return ev.float_pass_cpu_seconds() / (ev.float_pass_seconds() * std::max(ev.threads(), 1)) <
+         kBusyAtMost;
 }
 
 // Over one cold batch (the base's first, `seconds` long) the busy share swings with the first
@@ -450,7 +460,8 @@ bool idle_pass(const Evaluator& ev) {
 // ~7 ms).
 bool idle_batch(double seconds, const runtime::RunStats& stats) {
   constexpr double kShortKernel = 0.5e-3;
-  return seconds / static_cast<double>(std::max<int64_t>(stats.steps - stats.fused, 1)) < kShortKernel;
+  return seconds / static_cast<double>(std::max<int64_t>(stats.steps - stats.fused, 1)) <
+         kShortKernel;
 }
 
 // Workers for a sweep: SweepOptions::parallel, or as many as fit (auto_parallel()) given the
@@ -475,9 +486,11 @@ size_t group_count(size_t jobs, int workers) {
 // each to the group with the least cost so far (ties: the first). With `base_cost` > 0 the
 // first group also runs the base, which counts as that much, once its parts are done.
 std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers, double base_cost) {
-  std::vector<Group> groups(group_count(jobs.size(), workers));
-  std::vector<size_t> order(jobs.size());
-  std::iota(order.begin(), order.end(), size_t{0});
+  std::vector<size_t> order;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (jobs[j].mine) order.push_back(j);
+  }
+  std::vector<Group> groups(group_count(order.size(), workers));
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return jobs[a].cost > jobs[b].cost; });
   std::vector<double> load(groups.size(), 0.0);
@@ -502,6 +515,7 @@ std::vector<Group> make_groups(const std::vector<Job>& jobs, int workers, double
 Expected<std::vector<Group>> deal(std::vector<Job>& jobs, const Evaluator& ev, int parallel,
                                   double base_cost, const ir::Graph& base, const SeenShapes& seen) {
   for (Job& job : jobs) {
+    if (!job.mine) continue;
     job.cost = estimated_cost(job.part(), job.cut ? base : job.variant->graph, seen);
     job.nodes = static_cast<int64_t>(job.part().graph.nodes.size());
   }
@@ -529,12 +543,14 @@ Expected<Start> start_from_base(std::vector<Job>& jobs, const Evaluator& ev, con
   Start s;
   const auto t0 = std::chrono::steady_clock::now();
   PTQ_ASSIGN_OR_RETURN(s.first, feed(ev, base_run, 0));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const runtime::RunStats stats = base_run.exec->last_run_stats();
   const auto shapes = base_run.exec->value_shapes();
   const SeenShapes seen(shapes.begin(), shapes.end());
-  s.parallel = workers(o, ev.threads(), stats.pool_bytes, jobs.size());
-  const bool overlap = overlap_base(idle_batch(seconds, stats), ev.threads(), s.parallel, o.overlap);
+  s.parallel = workers(o, ev.threads(), stats.pool_bytes, mine_count(jobs));
+  const bool overlap =
+      overlap_base(idle_batch(seconds, stats), ev.threads(), s.parallel, o.overlap);
   const double base_cost = overlap ? estimated_cost(base, base.graph, seen) : 0.0;
   PTQ_ASSIGN_OR_RETURN(s.groups, deal(jobs, ev, s.parallel, base_cost, base.graph, seen));
   return s;
@@ -547,7 +563,7 @@ Expected<Start> start_from_base(std::vector<Job>& jobs, const Evaluator& ev, con
 Expected<Start> start(std::vector<Job>& jobs, const Evaluator& ev, const SweepOptions& o,
                       const BaseExec& base_run, const ir::Model& base) {
   if (!ev.has_reference(0)) return start_from_base(jobs, ev, o, base_run, base);
-  const int parallel = workers(o, ev.threads(), ev.float_pool_bytes(), jobs.size());
+  const int parallel = workers(o, ev.threads(), ev.float_pool_bytes(), mine_count(jobs));
   const bool overlap = overlap_base(idle_pass(ev), ev.threads(), parallel, o.overlap);
   SeenShapes seen(ev.value_shapes().begin(), ev.value_shapes().end());
   auto base_cost = [&] {
@@ -576,20 +592,93 @@ Expected<Start> start(std::vector<Job>& jobs, const Evaluator& ev, const SweepOp
   return s;
 }
 
-// Each unit's score, ranked, once every batch has run.
-std::vector<LayerResult> layer_results(const planner::Plan& plan, const std::vector<Job>& jobs,
-                                       const Evaluator& ev, Mode mode) {
+// A job's outcome, as the rank that ran it sends it to rank 0.
+struct JobResult {
+  Score score;
+  int64_t nodes = 0;
+};
+
+// What a rank's part of the sweep gives: its jobs' results (jobs it did not run: empty).
+struct Part {
+  Score float_score;
+  std::optional<Score> quantized_score;  // when the base's run scored it (all-but with reuse)
+  std::vector<JobResult> results;        // one per job
+  std::vector<size_t> mine;              // the jobs this rank ran
+};
+
+// Each unit's score, ranked.
+std::vector<LayerResult> layer_results(const std::vector<planner::Unit>& units,
+                                       const std::vector<JobResult>& results, Metric metric,
+                                       Mode mode) {
   std::vector<LayerResult> layers;
-  for (size_t i = 0; i < plan.units.size(); ++i) {
+  for (size_t i = 0; i < units.size(); ++i) {
     LayerResult l;
-    l.name = plan.units[i].name;
-    l.kind = plan.units[i].kind;
-    l.score = jobs[i].tally.score(ev);
-    l.subgraph_nodes = jobs[i].nodes;
+    l.name = units[i].name;
+    l.kind = units[i].kind;
+    l.score = results[i].score;
+    l.subgraph_nodes = results[i].nodes;
     layers.push_back(std::move(l));
   }
-  rank(layers, ev.metric(), mode);
+  rank(layers, metric, mode);
   return layers;
+}
+
+// Which jobs this rank runs: the costliest first, each to the least loaded rank (ties: the
+// lowest), so every rank's share is fixed by the plan alone. A job's cost, before any variant
+// is made, is the nodes from its unit's anchor on (its cut spans at most those); the fully
+// quantized model's is the whole graph.
+void deal_to_ranks(std::vector<Job>& jobs, const planner::Plan& plan,
+                   const dist::Communicator& comm) {
+  if (comm.size() == 1) return;
+  std::vector<int64_t> cost(jobs.size(), static_cast<int64_t>(plan.node_count) + 1);
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    cost[i] = static_cast<int64_t>(plan.node_count - plan.units[i].anchor);
+  }
+  std::vector<size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+  std::vector<int64_t> load(static_cast<size_t>(comm.size()), 0);
+  for (size_t j : order) {
+    const auto least =
+        static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    jobs[j].mine = static_cast<int>(least) == comm.rank();
+    load[least] += cost[j];
+  }
+}
+
+std::string part_bytes(const Part& part) {
+  dist::Writer w;
+  for (size_t i : part.mine) {
+    const JobResult& r = part.results[i];
+    w.i64(static_cast<int64_t>(i));
+    w.i64(r.nodes);
+    w.f64(r.score.value);
+    w.i64(static_cast<int64_t>(r.score.per_output.size()));
+    for (double v : r.score.per_output) w.f64(v);
+  }
+  return w.bytes();
+}
+
+// Adds another rank's results (part_bytes()) into `results`.
+Status add_part(const std::string& bytes, std::vector<JobResult>& results) {
+  dist::Reader r(bytes);
+  while (!r.done()) {
+    PTQ_ASSIGN_OR_RETURN(int64_t i, r.i64());
+    if (i < 0 || static_cast<size_t>(i) >= results.size()) {
+      return runtime_error("a rank sent the result of job {}, of {}", i, results.size());
+    }
+    JobResult& out = results[static_cast<size_t>(i)];
+    PTQ_ASSIGN_OR_RETURN(out.nodes, r.i64());
+    PTQ_ASSIGN_OR_RETURN(out.score.value, r.f64());
+    PTQ_ASSIGN_OR_RETURN(int64_t n, r.i64());
+    out.score.per_output.clear();
+    for (int64_t k = 0; k < n; ++k) {
+      PTQ_ASSIGN_OR_RETURN(double v, r.f64());
+      out.score.per_output.push_back(v);
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -598,11 +687,38 @@ int auto_parallel(const Evaluator& ev, size_t jobs) {
   return fitting_workers(ev.threads(), ev.float_pool_bytes(), jobs);
 }
 
+namespace {
+
+// `name` as an ECMAScript regex matching only itself.
+std::string regex_quoted(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::string_view("\\^$.|?*+()[]{}/").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+// A unit named after its node is excluded by that name, as `ptq quantize --exclude NAME` does,
+// so that the model is that command's, byte for byte (metadata included); a unit of an
+// unnamed node ("<op>_<index>") is skipped instead.
 Expected<ir::Model> partial_model(const ir::Model& model, const calib::CalibrationTable& table,
                                   const planner::PlanOptions& plan,
                                   const std::vector<std::string>& float_set) {
   planner::PlanOptions p = plan;
-  p.skip_units.insert(p.skip_units.end(), float_set.begin(), float_set.end());
+  std::unordered_set<std::string_view> named;
+  for (const ir::Node& n : model.graph.nodes) {
+    if (!n.name.empty()) named.insert(n.name);
+  }
+  for (const std::string& unit : float_set) {
+    if (named.contains(unit)) {
+      p.exclude_nodes.push_back(regex_quoted(unit));
+    } else {
+      p.skip_units.push_back(unit);
+    }
+  }
   return quantized_copy(model, table, p);
 }
 
@@ -620,13 +736,13 @@ void rank(std::vector<LayerResult>& layers, Metric metric, Mode mode) {
   });
 }
 
-Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
-                            const SweepOptions& o) {
-  if (!ev.has_all_references() && !(o.reuse && o.mode == Mode::kOnly)) {
-    return runtime_error("the evaluator lacks FP32 outputs that only an only-mode sweep with reuse supplies");
-  }
-  SweepResult result;
-  result.mode = o.mode;
+namespace {
+
+// This rank's part of the sweep (every job, with one rank); `plan_units` receives the plan's
+// units.
+Expected<Part> sweep_part(const calib::CalibrationTable& table, Evaluator& ev,
+                          const SweepOptions& o, const dist::Communicator& comm,
+                          std::vector<planner::Unit>& plan_units) {
   const ir::Model borrowed = constants_as_initializers(ev.model());
   // The placement rules run once, and each weight is quantized once; each variant only selects
   // its units.
@@ -635,10 +751,18 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
   planner::WeightMemo weights(ev.model());  // outlives the variants, which hold views of it
   // The base and every variant run with their constants folded (fold.h), with reuse or
   // without. Unless the base's run scores the fully quantized model, that is one more job.
-  ConstantFolder folder([&ev](const ir::Model& m, int threads) { return ev.make_executor(m, threads); });
+  ConstantFolder folder(
+      [&ev](const ir::Model& m, int threads) { return ev.make_executor(m, threads); });
   const Maker maker{borrowed, planner, weights, folder};
   const bool base_scores_quantized = o.reuse && o.mode == Mode::kAllBut;
   std::vector<Job> jobs = make_jobs(plan, o, base_scores_quantized);
+  plan_units = plan.units;
+  deal_to_ranks(jobs, plan, comm);
+  Part part;
+  part.results.resize(jobs.size());
+  if (mine_count(jobs) == 0) return part;
+  // Only mode's variants are rewirings of the fully quantized model: every rank makes it.
+  const bool quantized_needed = o.reuse && o.mode == Mode::kOnly;
   // The base and the variants are made independently of each other: all threads make them
   // (the base and the fully quantized model, the last job, first: they take longest), then
   // cut each variant against the base. A variant a rewiring away from the base (all-but) or
@@ -648,7 +772,9 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
   Expected<std::optional<ir::Model>> own_base = std::optional<ir::Model>();
   parallel_for(jobs.size() + 1, makers, [&](size_t i) {
     if (i == 0) own_base = cut_base(maker, plan, o);
-    else jobs[jobs.size() - i].status = make_variant(jobs[jobs.size() - i], maker, o.reuse ? &full : nullptr);
+    else if (Job& job = jobs[jobs.size() - i]; job.mine || (i == 1 && quantized_needed)) {
+      job.status = make_variant(job, maker, o.reuse ? &full : nullptr);
+    }
   });
   if (!own_base) return own_base.status();
   for (const Job& job : jobs) PTQ_RETURN_IF_ERROR(with_unit(job));
@@ -679,16 +805,47 @@ Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
   PTQ_RETURN_IF_ERROR(run_batches({groups, jobs, ev, parallel, base_run}, std::move(started.first),
                                   base_scores_quantized ? &quantized_tally : nullptr,
                                   [&](int64_t b) {
-                                    if (o.progress) o.progress((b + 1) * units, ev.num_batches() * units);
+                                    if (o.progress)
+                                      o.progress((b + 1) * units, ev.num_batches() * units);
                                   }));
-  result.float_score = ev.float_score();
-  result.quantized_score = base_scores_quantized ? quantized_tally.score(ev) : jobs.back().tally.score(ev);
-  result.layers = layer_results(plan, jobs, ev, o.mode);
+  part.float_score = ev.float_score();
+  if (base_scores_quantized) part.quantized_score = quantized_tally.score(ev);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].mine) continue;
+    part.results[i] = {jobs[i].tally.score(ev), jobs[i].nodes};
+    part.mine.push_back(i);
+  }
   // The executors, merged graphs and variants are freed here, on one thread: freed on two new
   // threads at once (freeing memory that other threads allocated, and unmapping arenas in one
-  // address space) a 64-sample transformer sweep took 3-4 ms longer (docs/perf-history.md, session 19).
+  // address space) a 64-sample transformer sweep took 3-4 ms longer (docs/perf-history.md, session
+  // 19).
   for (Group& g : groups) g = Group{};
   for (Job& job : jobs) job = Job{};
+  return part;
+}
+
+}  // namespace
+
+Expected<SweepResult> sweep(const calib::CalibrationTable& table, Evaluator& ev,
+                            const SweepOptions& o) {
+  if (!ev.has_all_references() && !(o.reuse && o.mode == Mode::kOnly)) {
+    return runtime_error(
+        "the evaluator lacks FP32 outputs that only an only-mode sweep with reuse supplies");
+  }
+  dist::Solo solo;
+  dist::Communicator& comm = o.comm != nullptr ? *o.comm : solo;
+  std::vector<planner::Unit> units;
+  Expected<Part> part = sweep_part(table, ev, o, comm, units);
+  PTQ_RETURN_IF_ERROR(comm.agree(part.status()));
+  const std::vector<std::string> parts = comm.gather(part_bytes(*part));
+  SweepResult result;
+  result.mode = o.mode;
+  if (comm.rank() != 0) return result;
+  std::vector<JobResult> results = std::move(part->results);
+  for (size_t r = 1; r < parts.size(); ++r) PTQ_RETURN_IF_ERROR(add_part(parts[r], results));
+  result.float_score = part->float_score;
+  result.quantized_score = part->quantized_score ? *part->quantized_score : results.back().score;
+  result.layers = layer_results(units, results, ev.metric(), o.mode);
   return result;
 }
 

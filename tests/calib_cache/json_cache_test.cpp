@@ -136,7 +136,8 @@ TEST(JsonCache, ErrorsNameFileAndLine) {
   const size_t counts = broken.find("\"counts\":[[", t2);
   broken.replace(counts, 11, "\"counts\":[[4096,1],[");
   const std::string message = error_of(broken);
-  const int line = 1 + static_cast<int>(std::count(good.begin(), good.begin() + static_cast<int64_t>(t2), '\n'));
+  const int line =
+      1 + static_cast<int>(std::count(good.begin(), good.begin() + static_cast<int64_t>(t2), '\n'));
   EXPECT_NE(message.find(fmt::format("bad.json:{}:", line)), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos);
 
@@ -146,6 +147,28 @@ TEST(JsonCache, ErrorsNameFileAndLine) {
   std::string no_method = good;
   no_method.replace(no_method.find("\"method\":\"percentile\""), 21, "\"method\":\"\"");
   EXPECT_NE(error_of(no_method).find("method"), std::string::npos);
+}
+
+// SmoothQuant's factors come back bit for bit (a --cache run smooths with them again); a cache
+// without them writes no "smoothquant" key, so older caches keep their bytes.
+TEST(JsonCache, SmoothQuantRecordRoundTrips) {
+  CalibrationTable t = random_table(7);
+  EXPECT_EQ(json_cache_string(t).find("smoothquant"), std::string::npos);
+  t.smoothquant = SmoothQuantRecord{.alpha = 0.65, .factors = {{"ln_out", {0.1, 1.0 / 3.0, 7.25}},
+                                                               {"x", {1e-5, 2.0}}}};
+  const std::string text = json_cache_string(t);
+  auto back = parse_json_cache(text, "c.json");
+  ASSERT_TRUE(back.has_value()) << back.status().message();
+  ASSERT_TRUE(back->smoothquant.has_value());
+  EXPECT_EQ(*back->smoothquant, *t.smoothquant);
+  EXPECT_EQ(json_cache_string(*back), text);
+
+  std::string bad_alpha = text;
+  bad_alpha.replace(bad_alpha.find("\"alpha\":0.65"), 12, "\"alpha\":1.50");
+  EXPECT_NE(error_of(bad_alpha).find("alpha 1.5 is not in [0, 1]"), std::string::npos);
+  std::string bad_factor = text;
+  bad_factor.replace(bad_factor.find("2.0]"), 3, "0.0");
+  EXPECT_NE(error_of(bad_factor).find("factor 0.0 of 'x'"), std::string::npos);
 }
 
 TEST(JsonCache, NumberBeyondDoubleIsAnErrorNotAThrow) {

@@ -8,7 +8,8 @@
 namespace ptq::calib {
 namespace {
 
-TensorRange range(double lo, double hi, int64_t count, double T, std::vector<std::pair<int, uint64_t>> bins) {
+TensorRange range(double lo, double hi, int64_t count, double T,
+                  std::vector<std::pair<int, uint64_t>> bins) {
   TensorRange r{.amax = std::max(-lo, hi), .min = lo, .max = hi, .count = count};
   if (T > 0) {
     r.hist_max = T;
@@ -60,7 +61,8 @@ TEST(MergeTables, RefusesWhatCannotBeMergedExactly) {
   EXPECT_FALSE(dropped->tensors.at("a").has_histogram());
   EXPECT_EQ(dropped->tensors.at("a").amax, 3.0);
 
-  const std::vector<CalibrationTable> other_model = {a, shard(range(-1.0, 2.0, 3, 2.0, {{1, 3}}), "other")};
+  const std::vector<CalibrationTable> other_model = {
+      a, shard(range(-1.0, 2.0, 3, 2.0, {{1, 3}}), "other")};
   EXPECT_FALSE(merge_tables(other_model).has_value());
   EXPECT_TRUE(merge_tables(other_model, {.force = true}).has_value());
 
@@ -104,7 +106,8 @@ TEST(ModelCheck, MissingExtraAndHash) {
 }
 
 TEST(Formats, NamesAndDetection) {
-  for (CacheFormat f : {CacheFormat::kJson, CacheFormat::kTensorRT, CacheFormat::kOrtText, CacheFormat::kOrtJson}) {
+  for (CacheFormat f :
+       {CacheFormat::kJson, CacheFormat::kTensorRT, CacheFormat::kOrtText, CacheFormat::kOrtJson}) {
     EXPECT_EQ(*parse_format(format_name(f)), f);
   }
   EXPECT_FALSE(parse_format("yaml").has_value());

@@ -109,7 +109,8 @@ TEST(TrtCache, ReaderRules) {
   ASSERT_EQ(warnings.size(), 2u);
   EXPECT_NE(warnings[0].find("t.cache:5"), std::string::npos) << warnings[0];
 
-  auto bad = parse_trt_cache("TRT-8601-MinMaxCalibration\nok: 3c010204\nbroken 3c010204\n", "b.cache");
+  auto bad =
+      parse_trt_cache("TRT-8601-MinMaxCalibration\nok: 3c010204\nbroken 3c010204\n", "b.cache");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.status().message().find("b.cache:3:"), std::string::npos) << bad.status().message();
   auto long_hex = parse_trt_cache("TRT-8601-MinMaxCalibration\nx: 123456789\n", "c.cache");
@@ -127,7 +128,8 @@ TEST(TrtCache, ReaderRules) {
 TEST(TrtCache, WriteIsAtomicAndDetected) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("ptq_trt_" + std::to_string(std::random_device{}()) + ".cache");
-  ASSERT_TRUE(write_cache(sample_table("minmax"), path, {.format = CacheFormat::kTensorRT}).is_ok());
+  ASSERT_TRUE(
+      write_cache(sample_table("minmax"), path, {.format = CacheFormat::kTensorRT}).is_ok());
   auto bytes = util::read_file(path);
   ASSERT_TRUE(bytes.has_value());
   EXPECT_EQ(detect_format(*bytes), CacheFormat::kTensorRT);

@@ -50,7 +50,8 @@ inline std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-inline ir::Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
+inline ir::Node make_node(std::string op, std::vector<std::string> in,
+                          std::vector<std::string> out) {
   ir::Node n;
   n.op_type = std::move(op);
   n.inputs = std::move(in);
@@ -80,9 +81,11 @@ inline ir::Model residual_model(uint64_t seed = 1) {
   m.set_opset("", 13);
   ir::Graph& g = m.graph;
   g.name = "residual";
-  const std::vector<ir::Dim> act{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(4), ir::Dim::of(4)};
+  const std::vector<ir::Dim> act{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(4),
+                                 ir::Dim::of(4)};
   g.inputs.push_back({"x", {ir::DType::kFloat32, act, {}}, {}});
-  for (const char* out : {"c", "r", "y"}) g.outputs.push_back({out, {ir::DType::kFloat32, act, {}}, {}});
+  for (const char* out : {"c", "r", "y"})
+    g.outputs.push_back({out, {ir::DType::kFloat32, act, {}}, {}});
   g.set_initializer("W", random_tensor({16, 16, 1, 1}, seed, 0.3));
   g.set_initializer("B", random_tensor({16}, seed + 100, 0.1));
   g.nodes.push_back(make_node("Conv", {"x", "W", "B"}, {"c"}));
@@ -119,7 +122,11 @@ inline ir::Tensor rows(const ir::Tensor& t, int64_t first, int64_t count) {
   return out;
 }
 
-inline std::string example_model() { return std::string(PTQ_SOURCE_DIR) + "/examples/fashion_cnn.onnx"; }
-inline std::string example_data() { return std::string(PTQ_SOURCE_DIR) + "/examples/data/calib.npy"; }
+inline std::string example_model() {
+  return std::string(PTQ_SOURCE_DIR) + "/examples/fashion_cnn.onnx";
+}
+inline std::string example_data() {
+  return std::string(PTQ_SOURCE_DIR) + "/examples/data/calib.npy";
+}
 
 }  // namespace ptq::calibration::testing

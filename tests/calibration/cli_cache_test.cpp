@@ -105,7 +105,8 @@ TEST_F(CacheCli, ConvertRoundTripsThroughEveryFormat) {
   PtqResult r = run_ptq({"cache", "convert", cache(), "-o", dir / "x.txt"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   // No histograms in a TensorRT cache: another method cannot be applied.
-  r = run_ptq({"cache", "convert", dir / "t.cache", "-o", dir / "p.json", "--method", "percentile"});
+  r = run_ptq(
+      {"cache", "convert", dir / "t.cache", "-o", dir / "p.json", "--method", "percentile"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("has no histogram"), std::string::npos) << r.err;
   r = run_ptq({"cache", "convert", cache(), "-o", dir / "p.json", "--percentile", "99"});
@@ -138,7 +139,8 @@ TEST_F(CacheCli, CheckReportsMissingAndExtraTensors) {
 TEST_F(CacheCli, MergeRecomputesWithAMethodAndRefusesMismatches) {
   TempDir dir;
   // Two copies of one cache merge to doubled counts with the same ranges.
-  PtqResult r = run_ptq({"cache", "merge", cache(), cache(), "-o", dir / "m.json", "--method", "percentile"});
+  PtqResult r =
+      run_ptq({"cache", "merge", cache(), cache(), "-o", dir / "m.json", "--method", "percentile"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const calib::CalibrationTable t = read(cache()), m = read(dir / "m.json");
   EXPECT_EQ(m.method, "percentile");
@@ -148,7 +150,9 @@ TEST_F(CacheCli, MergeRecomputesWithAMethodAndRefusesMismatches) {
     EXPECT_EQ(m.find(name)->hist_max, range.hist_max);
   }
   // Mixed methods need --method.
-  ASSERT_EQ(run_ptq({"cache", "convert", cache(), "-o", dir / "mse.json", "--method", "mse"}).exit_code, 0);
+  ASSERT_EQ(
+      run_ptq({"cache", "convert", cache(), "-o", dir / "mse.json", "--method", "mse"}).exit_code,
+      0);
   r = run_ptq({"cache", "merge", cache(), dir / "mse.json", "-o", dir / "x.json"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   // Different models are refused unless forced.

@@ -51,8 +51,10 @@ std::string without_batch(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.starts_with("  \"calibration\":")) line = std::regex_replace(line, std::regex("\"batch\":\\d+"), "\"batch\":0");
-    if (line.starts_with("  \"model\":")) line = std::regex_replace(line, std::regex("\"shape\":\\[-?\\d+"), "\"shape\":[0");
+    if (line.starts_with("  \"calibration\":"))
+      line = std::regex_replace(line, std::regex("\"batch\":\\d+"), "\"batch\":0");
+    if (line.starts_with("  \"model\":"))
+      line = std::regex_replace(line, std::regex("\"shape\":\\[-?\\d+"), "\"shape\":[0");
     out += line + "\n";
   }
   return out;
@@ -146,11 +148,12 @@ TEST_F(CalibrateCli, ShardsMergedEqualAllDataAtOnce) {
   std::vector<std::string> shards;
   for (size_t k = 0; k < parts.size(); ++k) {
     shards.push_back(dir / ("shard" + std::to_string(k) + ".npy"));
-    ASSERT_TRUE(data::save_npy(shards.back(), testing::rows(all, parts[k].first, parts[k].second)).is_ok());
+    ASSERT_TRUE(
+        data::save_npy(shards.back(), testing::rows(all, parts[k].first, parts[k].second)).is_ok());
   }
   const auto run_on = [&](const std::string& src, std::vector<std::string> extra) {
-    std::vector<std::string> args{"calibrate", example_model(), "--data", src, "--quiet", "--batch", "16",
-                                  "--threads", "1"};
+    std::vector<std::string> args{"calibrate", example_model(), "--data", src, "--quiet", "--batch",
+                                  "16",        "--threads",     "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_ptq(args);
   };
@@ -243,7 +246,8 @@ TEST_F(CalibrateCli, CacheOfAnotherModelIsRefused) {
   // Phase 2 of a sharded run with another model's ranges.
   const std::string npy = dir / "x.npy";
   ASSERT_TRUE(data::save_npy(npy, testing::residual_samples(8, 1)).is_ok());
-  r = run_ptq({"calibrate", other, "--data", npy, "--ranges", ranges, "-o", dir / "o.json", "--threads", "1"});
+  r = run_ptq({"calibrate", other, "--data", npy, "--ranges", ranges, "-o", dir / "o.json",
+               "--threads", "1"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("another model"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "o.json"));
@@ -263,7 +267,8 @@ TEST_F(CalibrateCli, NonFiniteDataExitsThreeNamingTensorAndSample) {
   const std::string npy = dir / "nan.npy";
   ASSERT_TRUE(data::save_npy(npy, with_nonfinite({{17 * kSample + 300, kHalfNaN}})).is_ok());
   for (const std::vector<std::string>& more :
-       {std::vector<std::string>{}, std::vector<std::string>{"--shuffle", "--seed", "9", "--batch", "5"}}) {
+       {std::vector<std::string>{},
+        std::vector<std::string>{"--shuffle", "--seed", "9", "--batch", "5"}}) {
     std::vector<std::string> args{"calibrate", example_model(), "--data", npy, "-o", dir / "c.json",
                                   "--threads", "1"};
     args.insert(args.end(), more.begin(), more.end());
@@ -300,7 +305,8 @@ TEST_F(CalibrateCli, IgnoreNonFiniteCountsThem) {
 // A .npy file written byte by byte (format 1.0): `descr` and `shape` as NumPy writes them.
 void write_npy(const std::string& path, const std::string& descr, const std::string& shape,
                size_t data_bytes) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::string bytes = "\x93NUMPY";

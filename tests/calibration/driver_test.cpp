@@ -26,7 +26,8 @@ struct Fixture {
 
 Fixture make_fixture(const TempDir& dir, int threads = 1, uint64_t seed = 1) {
   Fixture f;
-  f.model = testing::save_and_load(testing::residual_model(seed), dir / ("model" + std::to_string(seed) + ".onnx"));
+  f.model = testing::save_and_load(testing::residual_model(seed),
+                                   dir / ("model" + std::to_string(seed) + ".onnx"));
   f.backend = runtime::make_cpu_backend();
   auto e = runtime::Executor::create(f.model, *f.backend, {.threads = threads});
   EXPECT_TRUE(e.has_value()) << e.status().message();
@@ -66,13 +67,15 @@ calib::CalibrationTable reference_table(Fixture& f, const ir::Tensor& samples,
     EXPECT_TRUE(c.add_range(name, t->span<float>(), {0, samples.dim(0)}).is_ok());
   }
   EXPECT_TRUE(c.finish_ranges().is_ok());
-  for (const auto& [name, t] : tensors) EXPECT_TRUE(c.add_histogram(name, t->span<float>()).is_ok());
+  for (const auto& [name, t] : tensors)
+    EXPECT_TRUE(c.add_histogram(name, t->span<float>()).is_ok());
   auto table = c.table(method);
   EXPECT_TRUE(table.has_value()) << table.status().message();
   return std::move(*table);
 }
 
-void expect_same_range(const calib::TensorRange& a, const calib::TensorRange& b, const std::string& name) {
+void expect_same_range(const calib::TensorRange& a, const calib::TensorRange& b,
+                       const std::string& name) {
   EXPECT_EQ(a.amax, b.amax) << name;
   EXPECT_EQ(a.min, b.min) << name;
   EXPECT_EQ(a.max, b.max) << name;
@@ -185,7 +188,8 @@ TEST(Calibrate, SameTableForAnyBatchSizeOrderAndThreadCount) {
     if (first.empty()) {
       first = json;
     } else {
-      EXPECT_EQ(json, first) << "batch " << c.batch << " shuffle " << c.shuffle << " threads " << c.threads;
+      EXPECT_EQ(json, first) << "batch " << c.batch << " shuffle " << c.shuffle << " threads "
+                             << c.threads;
     }
   }
 }
@@ -385,7 +389,8 @@ TEST(Calibrate, CommonRangesMustComeFromTheSameModelAndCoverTheData) {
   EXPECT_NE(t.status().message().find("another model"), std::string::npos) << t.status().message();
 
   // Ranges of fewer samples than the shard sees: T would not cover the data.
-  const std::string small = write_samples(dir, "small.npy", testing::rows(testing::residual_samples(8, 1), 0, 1));
+  const std::string small =
+      write_samples(dir, "small.npy", testing::rows(testing::residual_samples(8, 1), 0, 1));
   data::Dataset ds3 = open_data(small, f.model, 1);
   auto mine = calibrate(f.model, *f.executor, ds3, r);
   ASSERT_TRUE(mine.has_value());
@@ -393,7 +398,8 @@ TEST(Calibrate, CommonRangesMustComeFromTheSameModelAndCoverTheData) {
   data::Dataset ds4 = open_data(npy, f.model, 4);
   auto u = calibrate(f.model, *f.executor, ds4, h);
   ASSERT_FALSE(u.has_value());
-  EXPECT_NE(u.status().message().find("below this data's max"), std::string::npos) << u.status().message();
+  EXPECT_NE(u.status().message().find("below this data's max"), std::string::npos)
+      << u.status().message();
 }
 
 TEST(Calibrate, NonFiniteValueNamesTensorAndSourceSample) {

@@ -95,7 +95,8 @@ TEST(EntropySearch, SameBinOnDiscreteAndDegenerateHistograms) {
   // Pixel-like data: 256 levels (many candidates of exactly equal KL).
   for (int levels : {2, 3, 17, 64, 256}) {
     std::vector<double> v;
-    for (int i = 0; i < 20000; ++i) v.push_back(static_cast<double>(rng() % static_cast<uint64_t>(levels)) / (levels - 1));
+    for (int i = 0; i < 20000; ++i)
+      v.push_back(static_cast<double>(rng() % static_cast<uint64_t>(levels)) / (levels - 1));
     expect_same_choice(histogram_of(v), "levels " + std::to_string(levels));
   }
   // One non-zero bin, at several places.
@@ -109,7 +110,8 @@ TEST(EntropySearch, SameBinOnDiscreteAndDegenerateHistograms) {
   for (int trial = 0; trial < 8; ++trial) {
     std::vector<uint64_t> h(kHistogramBins, 0);
     const int nonzero = 1 + trial * 40;
-    for (int k = 0; k < nonzero; ++k) h[rng() % kHistogramBins] += 1 + rng() % (uint64_t{1} << (10 + 4 * trial));
+    for (int k = 0; k < nonzero; ++k)
+      h[rng() % kHistogramBins] += 1 + rng() % (uint64_t{1} << (10 + 4 * trial));
     expect_same_choice(h, "sparse " + std::to_string(trial));
   }
   // Everything in bin 0: no evidence, no choice.

@@ -16,7 +16,8 @@ TEST(ProgressLine, FormatsCountRateAndTimeLeft) {
   // Done: no ETA. Unknown total: a plain count. Too early for a rate: none.
   EXPECT_EQ(ProgressLine::format("calibrate", "", "samples", 256, 256, 4.0),
             "ptq calibrate: 256/256 samples 64.0 samples/s");
-  EXPECT_EQ(ProgressLine::format("run", "", "batches", 3, 0, 1.5), "ptq run: 3 batches 2.0 batches/s");
+  EXPECT_EQ(ProgressLine::format("run", "", "batches", 3, 0, 1.5),
+            "ptq run: 3 batches 2.0 batches/s");
   EXPECT_EQ(ProgressLine::format("run", "", "samples", 4, 256, 0.001), "ptq run: 4/256 samples");
 }
 

@@ -36,6 +36,19 @@ TEST(Methods, RegistryListsEveryMethodOnce) {
   EXPECT_TRUE((MethodConfig{"percentile", 100.0}.validate().is_ok()));
 }
 
+// What ONNX Runtime's (CalibrationMethod members) and ModelOpt's (max) users type.
+TEST(Methods, OtherToolsNamesStandForRegisteredMethods) {
+  for (const CalibratorInfo& c : calibrators()) {
+    EXPECT_EQ(canonical_calibrator_name(c.name), c.name);
+  }
+  EXPECT_EQ(canonical_calibrator_name("max"), "minmax");
+  EXPECT_EQ(canonical_calibrator_name("MinMax"), "minmax");
+  EXPECT_EQ(canonical_calibrator_name("Entropy"), "entropy");
+  EXPECT_EQ(canonical_calibrator_name("Percentile"), "percentile");
+  EXPECT_EQ(canonical_calibrator_name("Distribution"), "");  // ORT's, with no counterpart here
+  EXPECT_EQ(canonical_calibrator_name("kl"), "");
+}
+
 // The registry (ptq/calibrators.inc) carries each method's names in other tools, whether it
 // gives weight ranges, and its parameters; MethodConfig reads the parameters from it.
 TEST(Methods, RegistryCarriesNamesWeightsAndParameters) {
@@ -107,7 +120,8 @@ TEST(Methods, AllZeroTensorGivesZeroForEveryMethod) {
   const TensorCollector t = collect(std::vector<float>(1000, 0.0f));
   EXPECT_EQ(t.range(), 0.0);
   EXPECT_EQ(t.counts()[0], 1000u);
-  for (const CalibratorInfo& c : calibrators()) EXPECT_EQ(amax_of(t, std::string(c.name)), 0.0) << c.name;
+  for (const CalibratorInfo& c : calibrators())
+    EXPECT_EQ(amax_of(t, std::string(c.name)), 0.0) << c.name;
 }
 
 TEST(Methods, ConstantTensorKeepsTheFullRange) {

@@ -56,8 +56,9 @@ std::optional<int> bin_of(const nlohmann::json& j) {
 
 void check_against_reference(const std::vector<Dist>& dists, double percentile) {
   const auto dir = testing::temp_dir("reference");
-  std::string command = fmt::format("/usr/bin/python3 {}/tests/reference/calibrators.py --percentile {}",
-                                    PTQ_SOURCE_DIR, percentile);
+  std::string command =
+      fmt::format("/usr/bin/python3 {}/tests/reference/calibrators.py --percentile {}",
+                  PTQ_SOURCE_DIR, percentile);
   std::vector<std::vector<float>> data;
   for (size_t i = 0; i < dists.size(); ++i) {
     data.push_back(testing::make_samples(dists[i], 120000, 1000 + i));
@@ -94,9 +95,10 @@ void check_against_reference(const std::vector<Dist>& dists, double percentile) 
 }
 
 TEST(Reference, EveryDistributionMatchesNumPy) {
-  check_against_reference({Dist::kGaussian, Dist::kLaplace, Dist::kUniform, Dist::kRelu,
-                           Dist::kHeavyTail, Dist::kGaussianOutliers, Dist::kZeros, Dist::kConstant},
-                          99.99);
+  check_against_reference(
+      {Dist::kGaussian, Dist::kLaplace, Dist::kUniform, Dist::kRelu, Dist::kHeavyTail,
+       Dist::kGaussianOutliers, Dist::kZeros, Dist::kConstant},
+      99.99);
 }
 
 TEST(Reference, OtherPercentileMatchesNumPy) {

@@ -13,7 +13,16 @@
 
 namespace ptq::calib::testing {
 
-enum class Dist { kGaussian, kLaplace, kUniform, kRelu, kHeavyTail, kZeros, kConstant, kGaussianOutliers };
+enum class Dist {
+  kGaussian,
+  kLaplace,
+  kUniform,
+  kRelu,
+  kHeavyTail,
+  kZeros,
+  kConstant,
+  kGaussianOutliers
+};
 
 inline const char* dist_name(Dist d) {
   switch (d) {

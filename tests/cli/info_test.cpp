@@ -54,8 +54,14 @@ ir::Model known_model() {
   m.set_opset("", 13);
   m.set_opset("com.acme", 1);
   ir::Graph& g = m.graph;
-  g.inputs.push_back({"x", {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("batch"), ir::Dim::of(8)}, {}}, {}});
-  g.outputs.push_back({"y", {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("batch"), ir::Dim{}}, {}}, {}});
+  g.inputs.push_back(
+      {"x",
+       {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("batch"), ir::Dim::of(8)}, {}},
+       {}});
+  g.outputs.push_back(
+      {"y",
+       {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("batch"), ir::Dim{}}, {}},
+       {}});
   g.set_initializer("W", ir::Tensor(ir::DType::kFloat32, {8, 4}));
   g.set_initializer("B", ir::Tensor(ir::DType::kFloat32, {4}));
   g.set_initializer("s", ptq::ir::make_tensor<float>({}, {0.5f}));
@@ -111,12 +117,12 @@ TEST(InfoCli, TextOnKnownModel) {
   ASSERT_TRUE(onnx::save_model(known_model(), dir / "m.onnx").is_ok());
   auto r = run_ptq({"info", (dir / "m.onnx").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* line : {"ir version:  8\n", "opsets:      ai.onnx 13, com.acme 1\n",
-                           "producer:    ptq-cli-test 0.1\n", "  x  float32 [batch, 8]\n",
-                           "  y  float32 [batch, ?]\n", "nodes:       6\n", "  com.acme.Fancy    1\n",
-                           "parameters:  38 (149 B in 4 initializers)\n",
-                           "Q/DQ nodes:  2 (1 QuantizeLinear, 1 DequantizeLinear)\n",
-                           "unsupported ops (cpu): "}) {
+  for (const char* line :
+       {"ir version:  8\n", "opsets:      ai.onnx 13, com.acme 1\n",
+        "producer:    ptq-cli-test 0.1\n", "  x  float32 [batch, 8]\n", "  y  float32 [batch, ?]\n",
+        "nodes:       6\n", "  com.acme.Fancy    1\n",
+        "parameters:  38 (149 B in 4 initializers)\n",
+        "Q/DQ nodes:  2 (1 QuantizeLinear, 1 DequantizeLinear)\n", "unsupported ops (cpu): "}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << "missing '" << line << "' in:\n" << r.out;
   }
 }
@@ -143,6 +149,25 @@ TEST(InfoCli, ExitCodesAndErrorLines) {
   auto help = run_ptq({"info", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--json"), std::string::npos);
+}
+
+// --cpu-isa: info reports the level the CPU kernels run (the best this CPU has by default, a
+// forced lower one when asked), in text and JSON; a name that is no level is a usage error.
+TEST(InfoCli, ReportsTheCpuKernelsInstructionSet) {
+  TempDir dir;
+  ASSERT_TRUE(onnx::save_model(known_model(), dir / "m.onnx").is_ok());
+  const std::string model = (dir / "m.onnx").string();
+  auto best = run_ptq({"info", model, "--json"});
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const std::string level = nlohmann::json::parse(best.out)["cpu_isa"];
+  EXPECT_TRUE(level == "baseline" || level == "avx2" || level == "avx512") << level;
+  auto forced = run_ptq({"info", model, "--cpu-isa", "baseline"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.out.find("cpu kernels: baseline (this CPU runs up to " + level + ")"),
+            std::string::npos) << forced.out;
+  auto bad = run_ptq({"info", model, "--cpu-isa", "sse9"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_EQ(bad.out, "");
 }
 
 // The input the fuzzer found crashing libonnx's Conv shape inference (data rank 2, weight

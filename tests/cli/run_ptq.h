@@ -48,10 +48,12 @@ inline int temp_fd() {
 
 }  // namespace detail
 
-// Runs `ptq args...` (optionally in `cwd`) and waits for it.
-inline PtqResult run_ptq(const std::vector<std::string>& args, const std::filesystem::path& cwd = {}) {
+// Runs `program args...` (a path, or a name looked up on PATH; optionally in `cwd`) and waits
+// for it.
+inline PtqResult run_program(const std::string& program, const std::vector<std::string>& args,
+                             const std::filesystem::path& cwd = {}) {
   PtqResult r;
-  const std::string bin = ptq_binary().string();
+  const std::string& bin = program;
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(bin.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -69,7 +71,7 @@ inline PtqResult run_ptq(const std::vector<std::string>& args, const std::filesy
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
-    ::execv(bin.c_str(), argv.data());
+    ::execvp(bin.c_str(), argv.data());
     ::_exit(127);
   }
   int status = 0;
@@ -84,6 +86,12 @@ inline PtqResult run_ptq(const std::vector<std::string>& args, const std::filesy
     r.exit_code = 128 + WTERMSIG(status);
   }
   return r;
+}
+
+// Runs `ptq args...` (optionally in `cwd`) and waits for it.
+inline PtqResult run_ptq(const std::vector<std::string>& args,
+                         const std::filesystem::path& cwd = {}) {
+  return run_program(ptq_binary().string(), args, cwd);
 }
 
 }  // namespace ptq::testing

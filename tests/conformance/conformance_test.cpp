@@ -108,7 +108,8 @@ TEST(Conformance, OnnxBackendNodeTests) {
     if (!missing.empty()) {
       ++skipped;
       for (const std::string& op : missing) ++unsupported[op];
-      std::printf("[ UNSUPPORTED ] %s: %s\n", name.c_str(), fmt::format("{}", fmt::join(missing, " ")).c_str());
+      std::printf("[ UNSUPPORTED ] %s: %s\n", name.c_str(),
+                  fmt::format("{}", fmt::join(missing, " ")).c_str());
       continue;
     }
     const std::string why = run_case(*model, *backend, dir);

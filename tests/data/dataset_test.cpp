@@ -19,8 +19,9 @@ using ir::DType;
 std::vector<float> write_f32(const TempDir& dir, const std::string& name, int64_t n,
                              uint32_t seed, int64_t width = 3) {
   std::vector<float> v = random_floats(static_cast<size_t>(n * width), seed);
-  write_bytes(dir / (name + ".npy"),
-              npy_bytes("<f4", {n, width}, {reinterpret_cast<const char*>(v.data()), v.size() * 4}));
+  write_bytes(
+      dir / (name + ".npy"),
+      npy_bytes("<f4", {n, width}, {reinterpret_cast<const char*>(v.data()), v.size() * 4}));
   return v;
 }
 
@@ -115,7 +116,8 @@ TEST(Dataset, FixedBatchDimSetsTheBatchAndDropsTheRemainder) {
   write_f32(dir, "x", 100, 3);
   auto ds = Dataset::open(spec_of({(dir / "x.npy").string()}));
   ASSERT_TRUE(ds.has_value());
-  ASSERT_TRUE(ds->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::of(8), ir::Dim::of(3)})})).is_ok());
+  ASSERT_TRUE(
+      ds->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::of(8), ir::Dim::of(3)})})).is_ok());
   EXPECT_EQ(ds->batch_size(), 8);
   EXPECT_EQ(ds->size(), 96);
   EXPECT_EQ(ds->dropped(), 4);
@@ -130,19 +132,23 @@ TEST(Dataset, FixedBatchDimSetsTheBatchAndDropsTheRemainder) {
   ASSERT_TRUE(by_default.has_value());
   ASSERT_TRUE(by_default->bind(graph_of({batched("x", DType::kFloat32, {3})})).is_ok());
   EXPECT_EQ(by_default->batch_size(), 5);
-  ASSERT_TRUE(by_default->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::of(8), ir::Dim::of(3)})})).is_ok());
+  ASSERT_TRUE(
+      by_default->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::of(8), ir::Dim::of(3)})}))
+          .is_ok());
   EXPECT_EQ(by_default->batch_size(), 8);
   spec.batch = 4;
   auto asked = Dataset::open(spec);
   ASSERT_TRUE(asked.has_value());
-  EXPECT_INVALID(asked->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::of(8), ir::Dim::of(3)})})),
-                 "--batch 4 does not fit input 'x'");
+  EXPECT_INVALID(
+      asked->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::of(8), ir::Dim::of(3)})})),
+      "--batch 4 does not fit input 'x'");
   spec.batch = 0;
   spec.samples = 5;
   auto few = Dataset::open(spec);
   ASSERT_TRUE(few.has_value());
-  EXPECT_INVALID(few->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::of(8), ir::Dim::of(3)})})),
-                 "fixed batch size 8 needs at least 8 samples");
+  EXPECT_INVALID(
+      few->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::of(8), ir::Dim::of(3)})})),
+      "fixed batch size 8 needs at least 8 samples");
 }
 
 // Each source is opened with --cast: without it a dtype mismatch is an error
@@ -249,7 +255,9 @@ TEST(Dataset, MultiInputNamedSources) {
   spec.batch = 4;
   auto ds = Dataset::open(spec);
   ASSERT_TRUE(ds.has_value()) << ds.status().message();
-  ASSERT_TRUE(ds->bind(graph_of({batched("a", DType::kFloat32, {3}), batched("b", DType::kFloat32, {2})})).is_ok());
+  ASSERT_TRUE(
+      ds->bind(graph_of({batched("a", DType::kFloat32, {3}), batched("b", DType::kFloat32, {2})}))
+          .is_ok());
   auto last = ds->batch(1);
   ASSERT_TRUE(last.has_value());
   ASSERT_EQ(last->size(), 2u);
@@ -287,7 +295,8 @@ TEST(Dataset, BindErrors) {
   write_f32(dir, "a", 10, 6);
   write_f32(dir, "b", 9, 7);
   const std::string a = (dir / "a.npy").string(), b = (dir / "b.npy").string();
-  const ir::Graph two = graph_of({batched("a", DType::kFloat32, {3}), batched("b", DType::kFloat32, {3})});
+  const ir::Graph two =
+      graph_of({batched("a", DType::kFloat32, {3}), batched("b", DType::kFloat32, {3})});
 
   auto bogus = Dataset::open(spec_of({"nope=" + a}));
   ASSERT_TRUE(bogus.has_value());
@@ -326,7 +335,10 @@ TEST(Dataset, BindErrors) {
   EXPECT_EQ(shape->size(), 0);
   EXPECT_FALSE(shape->batch(0).has_value());
   // A symbolic dim accepts any size; an unknown rank accepts any shape.
-  EXPECT_TRUE(shape->bind(graph_of({input("x", DType::kFloat32, {ir::Dim::symbol("n"), ir::Dim::symbol("c")})})).is_ok());
+  EXPECT_TRUE(shape
+                  ->bind(graph_of(
+                      {input("x", DType::kFloat32, {ir::Dim::symbol("n"), ir::Dim::symbol("c")})}))
+                  .is_ok());
   ir::ValueInfo unranked;
   unranked.name = "x";
   unranked.type.dtype = DType::kFloat32;
@@ -338,7 +350,8 @@ TEST(Dataset, BindErrors) {
   write_bytes(dir / "empty" / "readme.txt", "nothing to see");
   EXPECT_INVALID(Dataset::open(spec_of({(dir / "empty").string()})), "empty source");
   write_bytes(dir / "x.csv", "1,2,3");
-  EXPECT_INVALID(Dataset::open(spec_of({(dir / "x.csv").string()})), "unknown data file type '.csv'");
+  EXPECT_INVALID(Dataset::open(spec_of({(dir / "x.csv").string()})),
+                 "unknown data file type '.csv'");
   fs::create_directories(dir / "mixed");
   fs::copy_file(a, dir / "mixed" / "a.npy");
   fs::copy_file(fixtures() / "images" / "img_0.png", dir / "mixed" / "b.png");
@@ -376,7 +389,8 @@ TEST(Dataset, ConcurrentBatchesAgree) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (int64_t i = t; i < 16; i += 4) parallel[static_cast<size_t>(i)] = bytes_of((*ds->batch(i))[0].second);
+      for (int64_t i = t; i < 16; i += 4)
+        parallel[static_cast<size_t>(i)] = bytes_of((*ds->batch(i))[0].second);
     });
   }
   for (auto& th : threads) th.join();

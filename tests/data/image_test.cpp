@@ -24,7 +24,8 @@ std::vector<fs::path> fixture_images() {
 // Runs the reference on `images` with `args`; returns its float64 output.
 ir::Tensor reference(const std::string& args, const std::vector<fs::path>& images) {
   TempDir out;
-  std::string cmd = fmt::format("reference/image_preprocess.py '{}' {}", (out / "ref.npy").string(), args);
+  std::string cmd =
+      fmt::format("reference/image_preprocess.py '{}' {}", (out / "ref.npy").string(), args);
   for (const fs::path& p : images) cmd += " '" + p.string() + "'";
   EXPECT_EQ(python(cmd), 0) << cmd;
   auto t = load_npy(out / "ref.npy");
@@ -99,7 +100,8 @@ TEST(Image, GrayscaleModelResizedToItsSize) {
   spec.image.mean = {0.5};
   spec.image.stddev = {0.25};
   Dataset ds = open_bound(spec, graph_of({batched("x", DType::kFloat32, {1, 16, 16})}));
-  expect_matches(ds, reference("--resize 16,16 --channels 1 --mean 0.5 --std 0.25", fixture_images()));
+  expect_matches(ds,
+                 reference("--resize 16,16 --channels 1 --mean 0.5 --std 0.25", fixture_images()));
 }
 
 TEST(Image, UpsampleAndExplicitCropWithSymbolicSize) {
@@ -173,7 +175,8 @@ TEST(Image, Errors) {
 
   // Corrupt pixel data after a valid header: stbi_info passes, decoding fails at read.
   std::string png = read_bytes(fixtures() / "images" / "img_0.png");
-  for (size_t i = png.size() / 2; i < png.size() / 2 + 64; ++i) png[i] = static_cast<char>(png[i] ^ 0x33);
+  for (size_t i = png.size() / 2; i < png.size() / 2 + 64; ++i)
+    png[i] = static_cast<char>(png[i] ^ 0x33);
   write_bytes(dir / "corrupt" / "c.png", png);
   auto corrupt = Dataset::open(spec_of({(dir / "corrupt").string()}));
   ASSERT_TRUE(corrupt.has_value()) << corrupt.status().message();

@@ -132,8 +132,10 @@ TEST(Npy, SaveNpyIsReadByNumpy) {
   const std::string check = fmt::format(
       "-c \"import numpy as np, sys; d=sys.argv[1]; "
       "f=np.load(d+'/f.npy'); i=np.load(d+'/i.npy'); "
-      "assert f.dtype==np.float32 and f.shape==(3,4) and f.tobytes()==open(d+'/f.raw','rb').read(); "
-      "assert i.dtype==np.int64 and i.shape==(5,) and i.tobytes()==open(d+'/i.raw','rb').read()\" '{}'",
+      "assert f.dtype==np.float32 and f.shape==(3,4) and "
+      "f.tobytes()==open(d+'/f.raw','rb').read(); "
+      "assert i.dtype==np.int64 and i.shape==(5,) and i.tobytes()==open(d+'/i.raw','rb').read()\" "
+      "'{}'",
       dir.path().string());
   EXPECT_EQ(python(check), 0);
   auto back = load_npy(dir / "f.npy");
@@ -146,9 +148,11 @@ TEST(Npy, NpyWriterStreamsRowsAndCommitsAtomically) {
   const std::vector<float> v = random_floats(10, 6);
   auto w = NpyWriter::create(dir / "out.npy", DType::kFloat32, {2}, 5);
   ASSERT_TRUE(w.has_value()) << w.status().message();
-  ASSERT_TRUE((*w)->append(ir::make_tensor<float>({3, 2}, std::span<const float>(v.data(), 6))).is_ok());
+  ASSERT_TRUE(
+      (*w)->append(ir::make_tensor<float>({3, 2}, std::span<const float>(v.data(), 6))).is_ok());
   EXPECT_FALSE(fs::exists(dir / "out.npy"));
-  ASSERT_TRUE((*w)->append(ir::make_tensor<float>({2, 2}, std::span<const float>(v.data() + 6, 4))).is_ok());
+  ASSERT_TRUE((*w)->append(ir::make_tensor<float>({2, 2}, std::span<const float>(v.data() + 6, 4)))
+                  .is_ok());
   ASSERT_TRUE((*w)->commit().is_ok());
   auto back = load_npy(dir / "out.npy");
   ASSERT_TRUE(back.has_value());
@@ -157,8 +161,12 @@ TEST(Npy, NpyWriterStreamsRowsAndCommitsAtomically) {
 
   auto short_w = NpyWriter::create(dir / "short.npy", DType::kFloat32, {2}, 5);
   ASSERT_TRUE(short_w.has_value());
-  ASSERT_TRUE((*short_w)->append(ir::make_tensor<float>({1, 2}, std::span<const float>(v.data(), 2))).is_ok());
-  EXPECT_FALSE((*short_w)->append(ir::make_tensor<float>({1, 3}, std::span<const float>(v.data(), 3))).is_ok());
+  ASSERT_TRUE((*short_w)
+                  ->append(ir::make_tensor<float>({1, 2}, std::span<const float>(v.data(), 2)))
+                  .is_ok());
+  EXPECT_FALSE((*short_w)
+                   ->append(ir::make_tensor<float>({1, 3}, std::span<const float>(v.data(), 3)))
+                   .is_ok());
   EXPECT_FALSE((*short_w)->commit().is_ok());
   short_w->reset();
   EXPECT_FALSE(fs::exists(dir / "short.npy"));

@@ -89,7 +89,8 @@ TEST(Npz, BindsMembersToInputsByName) {
   auto ds = Dataset::open(spec_of({(fixtures() / "deflated.npz").string()}));
   ASSERT_TRUE(ds.has_value());
   // The model lists y first: batches follow the model's order.
-  const ir::Graph g = graph_of({batched("y", DType::kInt64, {2}), batched("x", DType::kFloat32, {3, 4})});
+  const ir::Graph g =
+      graph_of({batched("y", DType::kInt64, {2}), batched("x", DType::kFloat32, {3, 4})});
   ASSERT_TRUE(ds->bind(g).is_ok());
   auto b = ds->batch(0);
   ASSERT_TRUE(b.has_value());
@@ -97,7 +98,8 @@ TEST(Npz, BindsMembersToInputsByName) {
   EXPECT_EQ((*b)[0].first, "y");
   EXPECT_EQ((*b)[1].first, "x");
   // A member that is no model input is an error naming it.
-  const ir::Graph other = graph_of({batched("x", DType::kFloat32, {3, 4}), batched("z", DType::kInt64, {2})});
+  const ir::Graph other =
+      graph_of({batched("x", DType::kFloat32, {3, 4}), batched("z", DType::kInt64, {2})});
   EXPECT_INVALID(ds->bind(other), "'y'");
 }
 

@@ -147,8 +147,9 @@ TEST(Pb, BackendFoldersByNameAndByPosition) {
     EXPECT_EQ(ds->size(), 3);
     // Named tensors bind by name even when the model lists them in another order; unnamed
     // ones by position (input_0 -> first model input).
-    const ir::Graph g = named ? graph_of({batched("b", DType::kFloat32, {2}), batched("a", DType::kFloat32, {4})})
-                              : graph_of({batched("a", DType::kFloat32, {4}), batched("b", DType::kFloat32, {2})});
+    const ir::Graph g =
+        named ? graph_of({batched("b", DType::kFloat32, {2}), batched("a", DType::kFloat32, {4})})
+              : graph_of({batched("a", DType::kFloat32, {4}), batched("b", DType::kFloat32, {2})});
     ASSERT_TRUE(ds->bind(g).is_ok());
     // Each data set is one record, run as stored: a batch apiece.
     ASSERT_EQ(ds->num_batches(), 3);
@@ -171,7 +172,9 @@ TEST(Pb, SingleDataSetFolderAndSingleFile) {
   auto ds = Dataset::open(spec_of({(dir / "test_data_set_1").string()}));
   ASSERT_TRUE(ds.has_value()) << ds.status().message();
   EXPECT_EQ(ds->size(), 1);
-  ASSERT_TRUE(ds->bind(graph_of({batched("a", DType::kFloat32, {4}), batched("b", DType::kFloat32, {2})})).is_ok());
+  ASSERT_TRUE(
+      ds->bind(graph_of({batched("a", DType::kFloat32, {4}), batched("b", DType::kFloat32, {2})}))
+          .is_ok());
   auto s = ds->batch(0);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(bytes_of((*s)[0].second), a[1]);
@@ -210,7 +213,8 @@ TEST(Pb, Errors) {
   str.add_dims(1);
   str.add_string_data("a");
   write_bytes(dir / "str" / "x.pb", str.SerializeAsString());
-  EXPECT_INVALID(Dataset::open(spec_of({(dir / "str").string()})), "unsupported tensor data type 8");
+  EXPECT_INVALID(Dataset::open(spec_of({(dir / "str").string()})),
+                 "unsupported tensor data type 8");
 
   // A later file of another shape fails when read, naming it.
   write_bytes(dir / "mixed" / "a.pb", float_pb("", {1, 2}, {1.0f, 2.0f}));

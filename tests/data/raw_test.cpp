@@ -41,11 +41,15 @@ TEST(Raw, RecordsOfSeveralSamplesAndPerInputShapes) {
   ASSERT_TRUE(ds.has_value()) << ds.status().message();
   EXPECT_EQ(ds->size(), 8);
   // [N, 3] does not match samples of [6]: error names the input and both shapes.
-  EXPECT_INVALID(ds->bind(graph_of({batched("a", DType::kFloat32, {3}), batched("b", DType::kFloat32, {})})),
-                 "input 'a' is [batch, 3] but");
-  EXPECT_INVALID(ds->bind(graph_of({batched("a", DType::kFloat32, {3}), batched("b", DType::kFloat32, {})})),
-                 "gives samples of [6]");
-  ASSERT_TRUE(ds->bind(graph_of({batched("a", DType::kFloat32, {6}), batched("b", DType::kFloat32, {})})).is_ok());
+  EXPECT_INVALID(
+      ds->bind(graph_of({batched("a", DType::kFloat32, {3}), batched("b", DType::kFloat32, {})})),
+      "input 'a' is [batch, 3] but");
+  EXPECT_INVALID(
+      ds->bind(graph_of({batched("a", DType::kFloat32, {3}), batched("b", DType::kFloat32, {})})),
+      "gives samples of [6]");
+  ASSERT_TRUE(
+      ds->bind(graph_of({batched("a", DType::kFloat32, {6}), batched("b", DType::kFloat32, {})}))
+          .is_ok());
   auto last = ds->read(7, 1);
   ASSERT_TRUE(last.has_value());
   EXPECT_EQ((*last)[0].second.data<float>()[5], v[47]);

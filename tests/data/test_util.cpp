@@ -54,7 +54,8 @@ int python(const std::string& args) {
 // into a temporary folder renamed into place, so parallel tests never see a half-made one.
 const fs::path& fixtures() {
   static const fs::path dir = [] {
-    const std::string script = read_bytes(fs::path(PTQ_SOURCE_DIR) / "tests/data/fixtures/make_fixtures.py");
+    const std::string script =
+        read_bytes(fs::path(PTQ_SOURCE_DIR) / "tests/data/fixtures/make_fixtures.py");
     const fs::path final_dir = fs::path(PTQ_BINARY_DIR) / "tests" / "data" /
                                fmt::format("fixtures-{:016x}", std::hash<std::string>{}(script));
     if (fs::exists(final_dir)) return final_dir;

@@ -6,7 +6,8 @@
 using namespace ptq::ir;
 
 namespace {
-Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out, std::string name = "") {
+Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
+          std::string name = "") {
   return make_node(std::move(op), std::move(name), std::move(in), std::move(out));
 }
 }  // namespace
@@ -63,7 +64,8 @@ TEST(Graph, MissingProducerAndDoubleProducerAreNamed) {
 
 TEST(Graph, IndexAndAttributes) {
   Graph g;
-  g.inputs.push_back({"x", {DType::kFloat32, std::vector<Dim>{Dim::symbol("N"), Dim::of(3)}, {}}, {}});
+  g.inputs.push_back(
+      {"x", {DType::kFloat32, std::vector<Dim>{Dim::symbol("N"), Dim::of(3)}, {}}, {}});
   Node conv = node("Conv", {"x", "w"}, {"y"}, "conv");
   conv.set_attr(ints_attr("strides", {2, 2}));
   g.nodes.push_back(conv);

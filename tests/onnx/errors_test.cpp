@@ -23,7 +23,8 @@ Status load_error(const TempDir& dir, const ::onnx::ModelProto& proto) {
 void expect_error(const Status& s, std::initializer_list<std::string> parts) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidInput) << s.message();
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
-  for (const std::string& p : parts) EXPECT_NE(s.message().find(p), std::string::npos) << "'" << p << "' not in: " << s.message();
+  for (const std::string& p : parts)
+    EXPECT_NE(s.message().find(p), std::string::npos) << "'" << p << "' not in: " << s.message();
 }
 
 }  // namespace
@@ -117,7 +118,8 @@ TEST(Errors, InitializerSizeMismatch) {
   t->set_data_type(TP::INT8);
   t->add_dims(4);
   t->add_int32_data(1);
-  expect_error(load_error(dir, typed), {"initializer 'v'", "1 values", "int32_data", "[4]", "need 4"});
+  expect_error(load_error(dir, typed),
+               {"initializer 'v'", "1 values", "int32_data", "[4]", "need 4"});
 
   ::onnx::ModelProto none = relu_model();
   auto* n = none.mutable_graph()->add_initializer();
@@ -167,7 +169,8 @@ TEST(Errors, ExternalDataMissingOrShort) {
   expect_error(load_error(dir, m), {"w.bin", "initializer 'w'", "not found"});
 
   write_bytes(dir / "w.bin", std::string(20, 'a'));  // needs 8 + 16 = 24
-  expect_error(load_error(dir, m), {"w.bin", "too short", "initializer 'w'", "offset 8", "length 16", "20"});
+  expect_error(load_error(dir, m),
+               {"w.bin", "too short", "initializer 'w'", "offset 8", "length 16", "20"});
 
   t->mutable_external_data(2)->set_value("12");  // length does not match float[4]
   write_bytes(dir / "w.bin", std::string(64, 'a'));

@@ -18,8 +18,14 @@ ir::Model add_model(int64_t n) {
   m.graph.name = "add";
   m.ir_version = 8;
   m.set_opset("", 13);
-  m.graph.inputs.push_back({"x", {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(n)}, {}}, {}});
-  m.graph.outputs.push_back({"y", {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(n)}, {}}, {}});
+  m.graph.inputs.push_back(
+      {"x",
+       {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(n)}, {}},
+       {}});
+  m.graph.outputs.push_back(
+      {"y",
+       {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(n)}, {}},
+       {}});
   m.graph.set_initializer("w", random_tensor(ir::DType::kFloat32, {n}, 7));
   m.graph.set_initializer("small", random_tensor(ir::DType::kInt8, {4}, 8));
   ir::Node add;

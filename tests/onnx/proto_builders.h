@@ -28,9 +28,9 @@ inline void set_tensor_type(::onnx::ValueInfoProto* v, int elem, const std::vect
   }
 }
 
-inline ::onnx::ValueInfoProto* add_value(google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto>* list,
-                                         const std::string& name, int elem,
-                                         const std::vector<DimSpec>& dims) {
+inline ::onnx::ValueInfoProto* add_value(
+    google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto>* list, const std::string& name,
+    int elem, const std::vector<DimSpec>& dims) {
   auto* v = list->Add();
   v->set_name(name);
   set_tensor_type(v, elem, dims);
@@ -39,7 +39,8 @@ inline ::onnx::ValueInfoProto* add_value(google::protobuf::RepeatedPtrField<::on
 
 inline ::onnx::NodeProto* add_node(::onnx::GraphProto* g, const std::string& op,
                                    const std::vector<std::string>& in,
-                                   const std::vector<std::string>& out, const std::string& name = "") {
+                                   const std::vector<std::string>& out,
+                                   const std::string& name = "") {
   auto* n = g->add_node();
   n->set_op_type(op);
   for (const auto& s : in) n->add_input(s);
@@ -48,8 +49,9 @@ inline ::onnx::NodeProto* add_node(::onnx::GraphProto* g, const std::string& op,
   return n;
 }
 
-inline ::onnx::TensorProto* add_raw_initializer(::onnx::GraphProto* g, const std::string& name, int dtype,
-                                                const std::vector<int64_t>& dims, const std::string& raw) {
+inline ::onnx::TensorProto* add_raw_initializer(::onnx::GraphProto* g, const std::string& name,
+                                                int dtype, const std::vector<int64_t>& dims,
+                                                const std::string& raw) {
   auto* t = g->add_initializer();
   t->set_name(name);
   t->set_data_type(dtype);

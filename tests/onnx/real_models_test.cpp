@@ -79,7 +79,8 @@ TEST(BackendNodeModels, AllRoundTrip) {
                                       << test_data().string();
   std::vector<fs::path> models;
   for (const auto& e : fs::directory_iterator(root)) {
-    if (e.path().filename().string().rfind("test_", 0) == 0 && fs::exists(e.path() / "model.onnx")) {
+    if (e.path().filename().string().rfind("test_", 0) == 0 &&
+        fs::exists(e.path() / "model.onnx")) {
       models.push_back(e.path() / "model.onnx");
     }
   }

@@ -38,7 +38,10 @@ ir::Model model_with_all_dtypes() {
     n.inputs = {name};
     n.outputs = {name + "_out"};
     m.graph.nodes.push_back(n);
-    m.graph.outputs.push_back({name + "_out", {t, std::vector<ir::Dim>{ir::Dim::of(3), ir::Dim::of(5), ir::Dim::of(2)}, {}}, {}});
+    m.graph.outputs.push_back(
+        {name + "_out",
+         {t, std::vector<ir::Dim>{ir::Dim::of(3), ir::Dim::of(5), ir::Dim::of(2)}, {}},
+         {}});
   }
   // A scalar and an empty tensor keep their shapes too.
   m.graph.set_initializer("scalar", ir::make_tensor<float>({}, {2.5f}));
@@ -61,7 +64,8 @@ TEST(RoundTrip, EveryDtypeBitIdentical) {
     if (t.data_type() == TP::STRING) {
       EXPECT_EQ(t.string_data_size(), 30) << t.name();
     } else if (t.name() != "empty") {
-      EXPECT_TRUE(t.has_raw_data() && t.float_data_size() == 0 && t.int32_data_size() == 0) << t.name();
+      EXPECT_TRUE(t.has_raw_data() && t.float_data_size() == 0 && t.int32_data_size() == 0)
+          << t.name();
     }
   }
   EXPECT_TRUE(po::check_model(*back).is_ok()) << po::check_model(*back).message();
@@ -101,7 +105,8 @@ TEST(RoundTrip, TypedFieldsReadAndWrittenAsRaw) {
     t = add(name, dtype);
     for (int k = 0; k < 4; ++k) t->add_int32_data(vals[k]);
   }
-  const int64_t i64[] = {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0, -3};
+  const int64_t i64[] = {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                         0, -3};
   t = add("i64", TP::INT64);
   for (int64_t v : i64) t->add_int64_data(v);
   const uint64_t u32[] = {4294967295u, 0, 1, 123456789};
@@ -146,7 +151,8 @@ TEST(RoundTrip, TypedFieldsReadAndWrittenAsRaw) {
   const uint32_t u32b[] = {4294967295u, 0, 1, 123456789};
   expect_bytes("u32", u32b, sizeof(u32b));
   expect_bytes("u64", u64, sizeof(u64));
-  EXPECT_EQ(ig.initializer("str")->strings(), (std::vector<std::string>{"", "a", "hello world", "\xff\x01"}));
+  EXPECT_EQ(ig.initializer("str")->strings(),
+            (std::vector<std::string>{"", "a", "hello world", "\xff\x01"}));
 
   TempDir dir;
   ASSERT_TRUE(po::save_model(*model, dir / "m.onnx").is_ok());
@@ -172,7 +178,8 @@ TEST(RoundTrip, TypedFieldsReadAndWrittenAsRaw) {
 TEST(RoundTrip, EveryModelFieldSurvives) {
   ::onnx::ModelProto m;
   m.set_ir_version(8);
-  for (auto [domain, version] : {std::pair{"", 13}, std::pair{"com.example", 2}, std::pair{"ai.onnx.ml", 3}}) {
+  for (auto [domain, version] :
+       {std::pair{"", 13}, std::pair{"com.example", 2}, std::pair{"ai.onnx.ml", 3}}) {
     auto* op = m.add_opset_import();
     op->set_domain(domain);
     op->set_version(version);
@@ -190,15 +197,21 @@ TEST(RoundTrip, EveryModelFieldSurvives) {
   auto* g = m.mutable_graph();
   g->set_name("everything");
   g->set_doc_string("graph doc");
-  add_value(g->mutable_input(), "x", TP::FLOAT, {std::string("batch"), int64_t{3}, std::string(""), int64_t{4}})
+  add_value(g->mutable_input(), "x", TP::FLOAT,
+            {std::string("batch"), int64_t{3}, std::string(""), int64_t{4}})
       ->set_doc_string("input doc");
   auto* seq = g->add_input();
   seq->set_name("s");
-  seq->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(TP::FLOAT);
+  seq->mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
+      ->set_elem_type(TP::FLOAT);
   auto* y = g->add_output();
   y->set_name("y");
   set_tensor_type(y, TP::FLOAT, {}, /*with_shape=*/false);
-  add_value(g->mutable_value_info(), "a", TP::FLOAT, {std::string("batch"), int64_t{3}, std::string(""), int64_t{4}});
+  add_value(g->mutable_value_info(), "a", TP::FLOAT,
+            {std::string("batch"), int64_t{3}, std::string(""), int64_t{4}});
   add_value(g->mutable_value_info(), "b", TP::FLOAT, {});  // a scalar: shape with no dims
   add_raw_initializer(g, "w", TP::FLOAT, {2}, std::string("\x00\x00\x80\x3f\x00\x00\x00\x40", 8))
       ->set_doc_string("weight doc");

@@ -82,7 +82,8 @@ inline ir::Tensor random_tensor(ir::DType dtype, ir::Shape shape, uint32_t seed)
   ir::Tensor t(dtype, std::move(shape));
   std::mt19937 rng(seed);
   if (dtype == ir::DType::kString) {
-    for (auto& s : t.strings()) s = "s" + std::to_string(rng() % 100000) + std::string(rng() % 5, 'x');
+    for (auto& s : t.strings())
+      s = "s" + std::to_string(rng() % 100000) + std::string(rng() % 5, 'x');
     return t;
   }
   auto* bytes = static_cast<uint8_t*>(t.raw());
@@ -96,7 +97,8 @@ inline ir::Tensor random_tensor(ir::DType dtype, ir::Shape shape, uint32_t seed)
 inline bool same_tensor(const ir::Tensor& a, const ir::Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
   if (a.dtype() == ir::DType::kString) return a.strings() == b.strings();
-  return a.nbytes() == b.nbytes() && (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
+  return a.nbytes() == b.nbytes() &&
+         (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
 }
 
 inline void expect_type_eq(const ir::TypeInfo& a, const ir::TypeInfo& b, const std::string& what) {
@@ -108,8 +110,8 @@ inline void expect_type_eq(const ir::TypeInfo& a, const ir::TypeInfo& b, const s
   EXPECT_EQ(a.opaque, b.opaque) << what;
 }
 
-inline void expect_values_eq(const std::vector<ir::ValueInfo>& a, const std::vector<ir::ValueInfo>& b,
-                             const std::string& what) {
+inline void expect_values_eq(const std::vector<ir::ValueInfo>& a,
+                             const std::vector<ir::ValueInfo>& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].name, b[i].name) << what;
@@ -118,7 +120,8 @@ inline void expect_values_eq(const std::vector<ir::ValueInfo>& a, const std::vec
   }
 }
 
-inline void expect_attr_eq(const ir::Attribute& a, const ir::Attribute& b, const std::string& what) {
+inline void expect_attr_eq(const ir::Attribute& a, const ir::Attribute& b,
+                           const std::string& what) {
   EXPECT_EQ(a.name, b.name) << what;
   EXPECT_EQ(a.type, b.type) << what;
   EXPECT_EQ(a.opaque, b.opaque) << what;
@@ -131,11 +134,13 @@ inline void expect_attr_eq(const ir::Attribute& a, const ir::Attribute& b, const
   EXPECT_EQ(a.strings, b.strings) << what;
   ASSERT_EQ(a.floats.size(), b.floats.size()) << what;
   if (!a.floats.empty()) {
-    EXPECT_EQ(std::memcmp(a.floats.data(), b.floats.data(), a.floats.size() * sizeof(float)), 0) << what;
+    EXPECT_EQ(std::memcmp(a.floats.data(), b.floats.data(), a.floats.size() * sizeof(float)), 0)
+        << what;
   }
   EXPECT_TRUE(a.t.empty() == b.t.empty() && (a.t.empty() || same_tensor(a.t, b.t))) << what;
   ASSERT_EQ(a.tensors.size(), b.tensors.size()) << what;
-  for (size_t i = 0; i < a.tensors.size(); ++i) EXPECT_TRUE(same_tensor(a.tensors[i], b.tensors[i])) << what;
+  for (size_t i = 0; i < a.tensors.size(); ++i)
+    EXPECT_TRUE(same_tensor(a.tensors[i], b.tensors[i])) << what;
 }
 
 // Every field of two ir models, tensors bit for bit (Graph::inferred excluded: never written).
@@ -175,7 +180,8 @@ inline void expect_models_eq(const ir::Model& a, const ir::Model& b) {
     EXPECT_EQ(na.outputs, nb.outputs) << what;
     EXPECT_EQ(na.doc_string, nb.doc_string) << what;
     ASSERT_EQ(na.attributes.size(), nb.attributes.size()) << what;
-    for (size_t k = 0; k < na.attributes.size(); ++k) expect_attr_eq(na.attributes[k], nb.attributes[k], what);
+    for (size_t k = 0; k < na.attributes.size(); ++k)
+      expect_attr_eq(na.attributes[k], nb.attributes[k], what);
   }
   ASSERT_EQ(ga.initializers().size(), gb.initializers().size());
   for (size_t i = 0; i < ga.initializers().size(); ++i) {
@@ -251,8 +257,8 @@ inline void canonical_model(::onnx::ModelProto& m) {
 }
 
 // Equal field by field, a field set to its default counting as unset (ptqkit omits those).
-inline bool protos_equivalent(const google::protobuf::Message& a, const google::protobuf::Message& b,
-                              std::string* report) {
+inline bool protos_equivalent(const google::protobuf::Message& a,
+                              const google::protobuf::Message& b, std::string* report) {
   google::protobuf::util::MessageDifferencer d;
   d.set_message_field_comparison(google::protobuf::util::MessageDifferencer::EQUIVALENT);
   d.ReportDifferencesToString(report);

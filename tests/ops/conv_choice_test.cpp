@@ -8,13 +8,18 @@
 #include <random>
 #include <vector>
 
+#include "common/isa_suite.h"
+#include "isa_begin.h"
 #include "conv.h"
+#include "isa_end.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 namespace {
 
+PTQ_ISA_FIXTURE(ConvChoice);
+
 constexpr bool kAvx512 =
-#if defined(__AVX512F__)
+#if PTQ_AVX512
     true;
 #else
     false;
@@ -44,7 +49,7 @@ ConvParams without_inputs(ConvParams p) {
   return p;
 }
 
-TEST(ConvChoice, KnownLayers) {
+PTQ_ISA_TEST(ConvChoice, KnownLayers) {
   const ConvSetting packed{2, true, true};
   const ConvParams layer1 = conv(1, 64, 64, 1, 56, 56, 3, 1, 1);  // ResNet-18's 3x3 at 56x56
   EXPECT_EQ(choose_conv(layer1, packed), kAvx512 ? ConvAlgo::kWinograd : ConvAlgo::kGemm);
@@ -62,7 +67,7 @@ TEST(ConvChoice, KnownLayers) {
   EXPECT_EQ(choose_conv(volume, packed), ConvAlgo::kReference);
 }
 
-TEST(ConvChoice, RandomGeometriesKeepTheRules) {
+PTQ_ISA_TEST(ConvChoice, RandomGeometriesKeepTheRules) {
   std::mt19937 rng(29);
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -111,4 +116,4 @@ TEST(ConvChoice, RandomGeometriesKeepTheRules) {
 }
 
 }  // namespace
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

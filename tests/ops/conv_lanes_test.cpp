@@ -13,13 +13,19 @@
 #include <string>
 #include <vector>
 
-#include "conv.h"
 #include "op_test_util.h"
 
-namespace ptq::runtime::cpu {
+#include "common/isa_suite.h"
+#include "isa_begin.h"
+#include "conv.h"
+#include "isa_end.h"
+
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 namespace {
 
-#if defined(__AVX512F__)
+PTQ_ISA_FIXTURE(OpsConvLanes);
+
+#if PTQ_AVX512
 
 int64_t pick(std::mt19937& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -108,7 +114,7 @@ std::vector<float> lanes(const Case& c, int threads) {
   return y;
 }
 
-TEST(OpsConvLanes, AppliesToWide1x1ConvsOnSmallPlanes) {
+PTQ_ISA_TEST(OpsConvLanes, AppliesToWide1x1ConvsOnSmallPlanes) {
   EXPECT_TRUE(conv_lanes_applies(pointwise(1, 320, 1280, 7, 7)));
   EXPECT_TRUE(conv_lanes_applies(pointwise(32, 576, 96, 14, 14)));
   EXPECT_FALSE(conv_lanes_applies(pointwise(1, 32, 384, 14, 14)));   // few input channels
@@ -121,7 +127,7 @@ TEST(OpsConvLanes, AppliesToWide1x1ConvsOnSmallPlanes) {
   EXPECT_FALSE(conv_lanes_applies(grouped));
 }
 
-TEST(OpsConvLanes, AppliesToLargerKernelsWhereTheGemmWastesColumns) {
+PTQ_ISA_TEST(OpsConvLanes, AppliesToLargerKernelsWhereTheGemmWastesColumns) {
   EXPECT_TRUE(conv_lanes_applies(spatial(1, 512, 512, 3, 1, 1, 7, 7)));    // ResNet-18 layer 4
   EXPECT_TRUE(conv_lanes_applies(spatial(1, 256, 512, 3, 2, 1, 7, 7)));    // its first conv
   EXPECT_FALSE(conv_lanes_applies(spatial(32, 512, 512, 3, 1, 1, 7, 7)));  // images interleaved
@@ -148,19 +154,19 @@ void expect_like_the_gemm(const Case& c, int i) {
   EXPECT_LE(err, std::max(1e-6, 6e-8 * std::sqrt(k)) * norm) << "case " << i << ": " << describe(c);
 }
 
-TEST(OpsConvLanes, LargerKernelsSameBitsAsTheGemmAndNearTheReference) {
+PTQ_ISA_TEST(OpsConvLanes, LargerKernelsSameBitsAsTheGemmAndNearTheReference) {
   std::mt19937 rng(77);
   for (int i = 0; i < 12; ++i) expect_like_the_gemm(random_spatial_case(rng), i);
 }
 
-TEST(OpsConvLanes, SameBitsAsTheGemmAndNearTheReference) {
+PTQ_ISA_TEST(OpsConvLanes, SameBitsAsTheGemmAndNearTheReference) {
   std::mt19937 rng(404);
   for (int i = 0; i < 12; ++i) expect_like_the_gemm(random_case(rng, i % 3 == 0), i);
 }
 
 // Also MobileNetV2's 7x7 projection to 160 channels: 5 panels, whose tiles are cut into
 // blocks on 2 threads (10 tasks) and not on 1.
-TEST(OpsConvLanes, SameBitsForAnyThreadCount) {
+PTQ_ISA_TEST(OpsConvLanes, SameBitsForAnyThreadCount) {
   std::mt19937 rng(5);
   for (int i = 0; i < 7; ++i) {
     const Case c = i < 4   ? random_case(rng, i % 2 == 0)
@@ -176,4 +182,4 @@ TEST(OpsConvLanes, SameBitsForAnyThreadCount) {
 #endif
 
 }  // namespace
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

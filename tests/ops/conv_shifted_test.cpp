@@ -11,12 +11,18 @@
 #include <random>
 #include <vector>
 
-#include "conv.h"
-#include "gemm_packed.h"
 #include "op_test_util.h"
 
-namespace ptq::runtime::cpu {
+#include "common/isa_suite.h"
+#include "isa_begin.h"
+#include "conv.h"
+#include "gemm_packed.h"
+#include "isa_end.h"
+
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 namespace {
+
+PTQ_ISA_FIXTURE(OpsConvShifted);
 
 struct Case {
   ConvParams p;
@@ -73,6 +79,7 @@ Case random_case(std::mt19937& rng) {
   return with_data(rng, p);
 }
 
+#if PTQ_AVX512  // the kernel exists at the AVX-512 level only
 const float* bias(const Case& c) { return c.b.empty() ? nullptr : c.b.data(); }
 
 // Runs conv_shifted; `taken` says whether it handled the shape.
@@ -91,9 +98,7 @@ std::pair<double, double> error_and_norm(const Case& c, const std::vector<float>
 
 using test::same_bits;
 
-#if defined(__AVX512F__)
-
-TEST(OpsConvShifted, MatchesReferenceOnRandomShapes) {
+PTQ_ISA_TEST(OpsConvShifted, MatchesReferenceOnRandomShapes) {
   std::mt19937 rng(2024);
   int taken_count = 0;
   for (int i = 0; i < 60; ++i) {
@@ -112,7 +117,7 @@ TEST(OpsConvShifted, MatchesReferenceOnRandomShapes) {
   EXPECT_GE(taken_count, 40);  // the generator's shapes are mostly wide enough
 }
 
-TEST(OpsConvShifted, BitIdenticalForAnyThreadCount) {
+PTQ_ISA_TEST(OpsConvShifted, BitIdenticalForAnyThreadCount) {
   std::mt19937 rng(5);
   for (int i = 0; i < 25; ++i) {
     const Case c = random_case(rng);
@@ -127,7 +132,7 @@ TEST(OpsConvShifted, BitIdenticalForAnyThreadCount) {
 
 // Fused: (sum + bias) + residual, then the activation, as the separate Add and Relu / Clip
 // kernels compute them from the unfused output.
-TEST(OpsConvShifted, FusedEpilogueEqualsSeparateOps) {
+PTQ_ISA_TEST(OpsConvShifted, FusedEpilogueEqualsSeparateOps) {
   std::mt19937 rng(77);
   for (int i = 0; i < 20; ++i) {
     const Case c = random_case(rng);
@@ -162,7 +167,7 @@ Case image_of(const Case& c, int64_t n) {
 // the fused residual and activation, on any thread count, and match the reference conv.
 // Shapes: 9 images (a partial 16-image gather), 80 (two column blocks a row), dilated, 2x3
 // unpadded.
-TEST(OpsConvShifted, InterleavedImagesEqualEachImageAlone) {
+PTQ_ISA_TEST(OpsConvShifted, InterleavedImagesEqualEachImageAlone) {
   std::mt19937 rng(31);
   struct Shape {
     int64_t n, c, m, h, w, kh, kw, d, pad;
@@ -199,7 +204,7 @@ TEST(OpsConvShifted, InterleavedImagesEqualEachImageAlone) {
 #endif
 
 // Grouped, 1x1 and unpacked calls are left to the other kernels.
-TEST(OpsConvShifted, DeclinesOtherGeometries) {
+PTQ_ISA_TEST(OpsConvShifted, DeclinesOtherGeometries) {
   std::mt19937 rng(3);
   Case c = random_case(rng);
   std::vector<float> y(static_cast<size_t>(c.p.N * c.p.M * c.p.out[0] * c.p.out[1]));
@@ -218,7 +223,7 @@ TEST(OpsConvShifted, DeclinesOtherGeometries) {
   EXPECT_FALSE(conv_shifted(rgb.p, rgb.x.data(), rgb.packed.data(), nullptr, y.data(), {}, 2));
 }
 
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 // An RGB stem (3 input channels, a kernel x kernel window at stride 2, pads kernel / 2) over n
 // images of h x w, m output channels, with data and always a bias.
 Case rgb_stem(std::mt19937& rng, int64_t n, int64_t m, int64_t h, int64_t w, int64_t kernel) {
@@ -235,7 +240,7 @@ Case rgb_stem(std::mt19937& rng, int64_t n, int64_t m, int64_t h, int64_t w, int
 
 // An RGB stem (7x7/2, pad 3) whose images each thread pads itself: 8 images on 1 and 2
 // threads, against the reference and bit for bit.
-TEST(OpsConvShifted, StemWithImagesOfItsOwnMatchesReference) {
+PTQ_ISA_TEST(OpsConvShifted, StemWithImagesOfItsOwnMatchesReference) {
   std::mt19937 rng(12);
   const Case c = rgb_stem(rng, 8, 20, 29, 38, 7);
   ASSERT_EQ(c.p.out, (std::vector<int64_t>{15, 19}));
@@ -252,7 +257,7 @@ TEST(OpsConvShifted, StemWithImagesOfItsOwnMatchesReference) {
 // A 3x3/2 RGB stem at batch 1 (27 taps: each output row a GEMM written in place), outputs 35
 // wide (a partial last panel), 32 channels (a 4-row micro-panel tail), with a residual and a
 // Clip: against the reference plus the separate ops, bit for bit on 1, 2 and 3 threads.
-TEST(OpsConvShifted, RgbStemAtBatchOneMatchesReference) {
+PTQ_ISA_TEST(OpsConvShifted, RgbStemAtBatchOneMatchesReference) {
   std::mt19937 rng(21);
   const Case c = rgb_stem(rng, 1, 32, 41, 70, 3);
   ASSERT_EQ(c.p.out, (std::vector<int64_t>{21, 35}));
@@ -274,4 +279,4 @@ TEST(OpsConvShifted, RgbStemAtBatchOneMatchesReference) {
 #endif
 
 }  // namespace
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

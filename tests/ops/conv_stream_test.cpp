@@ -9,14 +9,20 @@
 #include <random>
 #include <vector>
 
-#include "conv.h"
-#include "gemm_packed.h"
 #include "op_test_util.h"
 
-namespace ptq::runtime::cpu {
+#include "common/isa_suite.h"
+#include "isa_begin.h"
+#include "conv.h"
+#include "gemm_packed.h"
+#include "isa_end.h"
+
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 namespace {
 
-#if defined(__AVX512F__)
+PTQ_ISA_FIXTURE(OpsConvStream);
+
+#if PTQ_AVX512
 
 ConvParams square(int64_t c, int64_t m, int64_t in, int64_t kernel, int64_t stride) {
   ConvParams p;
@@ -51,15 +57,15 @@ void expect_streamed_like_the_reference(const ConvParams& p, uint32_t seed) {
   EXPECT_LE(err, 1e-6 * norm);
 }
 
-TEST(OpsConvStream, LargePointwiseOutputMatchesReference) {
+PTQ_ISA_TEST(OpsConvStream, LargePointwiseOutputMatchesReference) {
   expect_streamed_like_the_reference(square(4, 64, 363, 1, 1), 3);
 }
 
-TEST(OpsConvStream, LargeRgbStemOutputMatchesReference) {
+PTQ_ISA_TEST(OpsConvStream, LargeRgbStemOutputMatchesReference) {
   expect_streamed_like_the_reference(square(3, 64, 725, 3, 2), 4);
 }
 
 #endif
 
 }  // namespace
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

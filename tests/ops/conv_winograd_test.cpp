@@ -10,18 +10,25 @@
 #include <string>
 #include <vector>
 
-#include "conv.h"
-#include "gemm_packed.h"
 #include "op_test_util.h"
 
-namespace ptq::runtime::cpu {
+#include "common/isa_suite.h"
+#include "isa_begin.h"
+#include "conv.h"
+#include "gemm_packed.h"
+#include "isa_end.h"
+
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 namespace {
+
+PTQ_ISA_FIXTURE(OpsConvWinograd);
 
 struct Case {
   ConvParams p;
   std::vector<float> x, w, packed, b, res;
 };
 
+#if PTQ_AVX512  // the kernel exists at the AVX-512 level only
 int64_t pick(std::mt19937& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
@@ -71,9 +78,7 @@ std::string describe(const Case& c) {
          std::to_string(c.p.out[1]);
 }
 
-#if defined(__AVX512F__)
-
-TEST(OpsConvWinograd, AppliesToWide3x3Stride1Only) {
+PTQ_ISA_TEST(OpsConvWinograd, AppliesToWide3x3Stride1Only) {
   EXPECT_TRUE(conv_winograd_applies(geometry(1, 64, 64, 56, 56, {1, 1, 1, 1})));
   ConvParams p = geometry(1, 64, 64, 56, 56, {1, 1, 1, 1});
   p.w.strides = {2, 2};
@@ -90,7 +95,7 @@ TEST(OpsConvWinograd, AppliesToWide3x3Stride1Only) {
 
 // The packed weights hold G g G^T (computed here in float64 as the matrix product) of each
 // filter, in pack_a's layout for each of the 16 positions, the last panel's missing rows zero.
-TEST(OpsConvWinograd, PackedWeightsAreTheTransformedFiltersPacked) {
+PTQ_ISA_TEST(OpsConvWinograd, PackedWeightsAreTheTransformedFiltersPacked) {
   std::mt19937 rng(3);
   const int64_t m = 19, c = 5;  // 19 rows: a partial second micro-panel
   const std::vector<float> w = test::random_floats(rng, m * c * 9, -1.0f, 1.0f);
@@ -116,7 +121,7 @@ TEST(OpsConvWinograd, PackedWeightsAreTheTransformedFiltersPacked) {
   }
 }
 
-TEST(OpsConvWinograd, MatchesReferenceOnRandomShapes) {
+PTQ_ISA_TEST(OpsConvWinograd, MatchesReferenceOnRandomShapes) {
   std::mt19937 rng(2026);
   for (int i = 0; i < 8; ++i) {
     const Case c = random_case(rng);
@@ -132,7 +137,7 @@ TEST(OpsConvWinograd, MatchesReferenceOnRandomShapes) {
   }
 }
 
-TEST(OpsConvWinograd, BitIdenticalForAnyThreadCountAndEachImageAlone) {
+PTQ_ISA_TEST(OpsConvWinograd, BitIdenticalForAnyThreadCountAndEachImageAlone) {
   std::mt19937 rng(9);
   for (int i = 0; i < 8; ++i) {
     Case c = random_case(rng);
@@ -158,7 +163,7 @@ TEST(OpsConvWinograd, BitIdenticalForAnyThreadCountAndEachImageAlone) {
 
 // Fused: (sum + bias) + residual, then the activation, as the separate Add and Relu / Clip
 // kernels compute them from the unfused output.
-TEST(OpsConvWinograd, FusedEpilogueEqualsSeparateOps) {
+PTQ_ISA_TEST(OpsConvWinograd, FusedEpilogueEqualsSeparateOps) {
   std::mt19937 rng(41);
   for (int i = 0; i < 6; ++i) {
     const Case c = random_case(rng);
@@ -177,4 +182,4 @@ TEST(OpsConvWinograd, FusedEpilogueEqualsSeparateOps) {
 #endif
 
 }  // namespace
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

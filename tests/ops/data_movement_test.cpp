@@ -57,7 +57,8 @@ TEST(Slice, RandomStartsEndsStepsMatchSpec) {
       const auto d = static_cast<size_t>(axes[k] < 0 ? axes[k] + 3 : axes[k]);
       picks[d] = onnx_slice(shape[d], starts[k], ends[k], steps[k]);
     }
-    const ir::Shape out = {static_cast<int64_t>(picks[0].size()), static_cast<int64_t>(picks[1].size()),
+    const ir::Shape out = {static_cast<int64_t>(picks[0].size()),
+                           static_cast<int64_t>(picks[1].size()),
                            static_cast<int64_t>(picks[2].size())};
     std::vector<double> want;
     for (int64_t i : picks[0]) {
@@ -73,7 +74,9 @@ TEST(Slice, RandomStartsEndsStepsMatchSpec) {
 
 TEST(Slice, AttributeFormBeforeOpset10) {
   const ir::Tensor x = iota({4, 5});
-  const ir::Tensor y = run1(op("Slice").ints("starts", {1, -3}).ints("ends", {1000, -1}).ints("axes", {0, 1}).build(1), {&x}, 9);
+  const ir::Tensor y = run1(
+      op("Slice").ints("starts", {1, -3}).ints("ends", {1000, -1}).ints("axes", {0, 1}).build(1),
+      {&x}, 9);
   expect_close(y, {7, 8, 12, 13, 17, 18}, {3, 2}, 0, 0);
 }
 
@@ -182,7 +185,8 @@ TEST(Views, ReshapeZeroAndAllowZero) {
   const ir::Tensor spec = int64s({4, 0});
   // allowzero=0: the 0 copies dim 1 (= 4) and 4*4 != 0 elements fails; allowzero=1 keeps the 0.
   EXPECT_FALSE(run_op(op("Reshape").build(2), {&x, &spec}, 14).has_value());
-  EXPECT_EQ(run1(op("Reshape").i("allowzero", 1).build(2), {&x, &spec}, 14).shape(), (ir::Shape{4, 0}));
+  EXPECT_EQ(run1(op("Reshape").i("allowzero", 1).build(2), {&x, &spec}, 14).shape(),
+            (ir::Shape{4, 0}));
 }
 
 TEST(Views, SqueezeUnsqueezeAttributeAndInputForms) {

@@ -8,11 +8,17 @@
 #include <random>
 #include <vector>
 
-#include "conv.h"
 #include "op_test_util.h"
 
-namespace ptq::runtime::cpu {
+#include "common/isa_suite.h"
+#include "isa_begin.h"
+#include "conv.h"
+#include "isa_end.h"
+
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 namespace {
+
+PTQ_ISA_FIXTURE(OpsDepthwise3x3);
 
 struct Case {
   ConvParams p;
@@ -53,6 +59,7 @@ Case random_case(std::mt19937& rng) {
 
 int64_t out_size(const ConvParams& p) { return p.N * p.M * p.out[0] * p.out[1]; }
 
+#if PTQ_AVX512  // the kernel exists at the AVX-512 level only
 const float* bias(const Case& c) { return c.b.empty() ? nullptr : c.b.data(); }
 
 std::vector<float> run(const Case& c, const ConvEpilogue& e, int threads) {
@@ -63,9 +70,7 @@ std::vector<float> run(const Case& c, const ConvEpilogue& e, int threads) {
 
 using test::same_bits;
 
-#if defined(__AVX512F__)
-
-TEST(OpsDepthwise3x3, MatchesReferenceOnRandomShapes) {
+PTQ_ISA_TEST(OpsDepthwise3x3, MatchesReferenceOnRandomShapes) {
   std::mt19937 rng(4242);
   for (int i = 0; i < 300; ++i) {
     const Case c = random_case(rng);
@@ -81,7 +86,7 @@ TEST(OpsDepthwise3x3, MatchesReferenceOnRandomShapes) {
   }
 }
 
-TEST(OpsDepthwise3x3, BitIdenticalForAnyThreadCount) {
+PTQ_ISA_TEST(OpsDepthwise3x3, BitIdenticalForAnyThreadCount) {
   std::mt19937 rng(99);
   for (int i = 0; i < 40; ++i) {
     Case c = random_case(rng);
@@ -93,7 +98,7 @@ TEST(OpsDepthwise3x3, BitIdenticalForAnyThreadCount) {
 
 // Fused: (sum + bias) + residual, then the activation, as the separate Add and Relu / Clip
 // kernels compute them from the unfused output.
-TEST(OpsDepthwise3x3, FusedEpilogueEqualsSeparateOps) {
+PTQ_ISA_TEST(OpsDepthwise3x3, FusedEpilogueEqualsSeparateOps) {
   std::mt19937 rng(7);
   for (int i = 0; i < 30; ++i) {
     const Case c = random_case(rng);
@@ -115,7 +120,7 @@ TEST(OpsDepthwise3x3, FusedEpilogueEqualsSeparateOps) {
 #endif
 
 // Geometries it does not take are left to the general kernels.
-TEST(OpsDepthwise3x3, DeclinesOtherGeometries) {
+PTQ_ISA_TEST(OpsDepthwise3x3, DeclinesOtherGeometries) {
   std::mt19937 rng(1);
   Case c = random_case(rng);
   c.p.w.dilations = {2, 2};
@@ -127,4 +132,4 @@ TEST(OpsDepthwise3x3, DeclinesOtherGeometries) {
 }
 
 }  // namespace
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

@@ -22,7 +22,8 @@ std::vector<double> naive_binary(const ir::Tensor& a, const ir::Tensor& b, const
   std::vector<double> r(static_cast<size_t>(ir::num_elements(out)));
   for (size_t i = 0; i < r.size(); ++i) {
     const auto idx = unravel(static_cast<int64_t>(i), out);
-    r[i] = f(a.as_double(broadcast_offset(idx, a.shape())), b.as_double(broadcast_offset(idx, b.shape())));
+    r[i] = f(a.as_double(broadcast_offset(idx, a.shape())),
+             b.as_double(broadcast_offset(idx, b.shape())));
   }
   return r;
 }
@@ -80,12 +81,16 @@ TEST(Elementwise, ComparisonsAndWhereBroadcast) {
     const ir::Tensor lt = run1(op("Less").build(2), {&a, &b});
     const ir::Tensor gt = run1(op("Greater").build(2), {&a, &b});
     ASSERT_EQ(eq.dtype(), ir::DType::kBool);
-    expect_close(eq, naive_binary(a, b, p.out, [](double x, double y) { return double(x == y); }), p.out, 0, 0);
-    expect_close(lt, naive_binary(a, b, p.out, [](double x, double y) { return double(x < y); }), p.out, 0, 0);
-    expect_close(gt, naive_binary(a, b, p.out, [](double x, double y) { return double(x > y); }), p.out, 0, 0);
+    expect_close(eq, naive_binary(a, b, p.out, [](double x, double y) { return double(x == y); }),
+                 p.out, 0, 0);
+    expect_close(lt, naive_binary(a, b, p.out, [](double x, double y) { return double(x < y); }),
+                 p.out, 0, 0);
+    expect_close(gt, naive_binary(a, b, p.out, [](double x, double y) { return double(x > y); }),
+                 p.out, 0, 0);
     // Where(a < b, a, b) == elementwise min.
     const ir::Tensor w = run1(op("Where").build(3), {&lt, &a, &b});
-    expect_close(w, naive_binary(a, b, p.out, [](double x, double y) { return std::min(x, y); }), p.out, 0, 0);
+    expect_close(w, naive_binary(a, b, p.out, [](double x, double y) { return std::min(x, y); }),
+                 p.out, 0, 0);
   }
 }
 
@@ -110,7 +115,8 @@ TEST(Elementwise, VariadicSumMeanMaxBroadcast) {
   expect_close(run1(op("Mean").build(3), {&a, &b, &c}), mean, out);
   expect_close(run1(op("Max").build(3), {&a, &b, &c}), mx, out);
   // A single input is copied.
-  expect_close(run1(op("Sum").build(1), {&c}), std::vector<double>(c.span<float>().begin(), c.span<float>().end()), {4});
+  expect_close(run1(op("Sum").build(1), {&c}),
+               std::vector<double>(c.span<float>().begin(), c.span<float>().end()), {4});
 }
 
 TEST(Elementwise, Int64ArithmeticTruncatesLikeC) {
@@ -157,19 +163,29 @@ TEST(Activation, FormulasMatchFloat64) {
   };
   static const double pi = 3.14159265358979323846;
   const Case cases[] = {
-      {op("Gelu").build(1), [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, 20},
+      {op("Gelu").build(1), [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); },
+       20},
       {op("Gelu").s("approximate", "tanh").build(1),
-       [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v))); }, 20},
-      {op("HardSwish").build(1), [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }, 17},
-      {op("HardSigmoid").build(1), [](double v) { return std::clamp(0.2 * v + 0.5, 0.0, 1.0); }, 17},
+       [](double v) {
+         return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v)));
+       },
+       20},
+      {op("HardSwish").build(1), [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); },
+       17},
+      {op("HardSigmoid").build(1), [](double v) { return std::clamp(0.2 * v + 0.5, 0.0, 1.0); },
+       17},
       {op("Mish").build(1), [](double v) { return v * std::tanh(std::log1p(std::exp(v))); }, 18},
       {op("Softplus").build(1), [](double v) { return std::log1p(std::exp(v)); }, 17},
       {op("Sigmoid").build(1), [](double v) { return 1 / (1 + std::exp(-v)); }, 17},
       {op("Swish").build(1), [](double v) { return v / (1 + std::exp(-v)); }, 24},
-      {op("Swish").f("alpha", 0.5f).build(1),
-       [](double v) { return v / (1 + std::exp(-0.5 * v)); }, 24},
+      {op("Swish").f("alpha", 0.5f).build(1), [](double v) { return v / (1 + std::exp(-0.5 * v)); },
+       24},
       {op("Elu").build(1), [](double v) { return v >= 0 ? v : std::exp(v) - 1; }, 17},
-      {op("Selu").build(1), [](double v) { return 1.0507009873554805 * (v > 0 ? v : 1.6732632423543772 * (std::exp(v) - 1)); }, 17},
+      {op("Selu").build(1),
+       [](double v) {
+         return 1.0507009873554805 * (v > 0 ? v : 1.6732632423543772 * (std::exp(v) - 1));
+       },
+       17},
       {op("LeakyRelu").build(1), [](double v) { return v >= 0 ? v : 0.01 * v; }, 17},
       {op("Erf").build(1), [](double v) { return std::erf(v); }, 17},
   };
@@ -179,6 +195,38 @@ TEST(Activation, FormulasMatchFloat64) {
     for (float v : x.span<float>()) want.push_back(c.f(v));
     expect_close(run1(c.node, {&x}, c.opset), want, x.shape(), 1e-5, 1e-6);
   }
+}
+
+// Sigmoid, Swish and tanh-Gelu run on exp_float() (exp.h) so that they vectorise: far into
+// both tails (|x| up to 100, where exp overflows a float) they stay within 1e-6 of float64, and
+// the infinities and NaN give what libm's formula gives.
+TEST(Activation, SigmoidFamilyAcrossFloatRange) {
+  std::mt19937 rng(6);
+  const ir::Tensor x = random_float({1000}, rng, -100.0f, 100.0f);
+  static const double pi = 3.14159265358979323846;
+  const std::pair<ir::Node, double (*)(double)> cases[] = {
+      {op("Sigmoid").build(1), [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {op("Swish").build(1), [](double v) { return v / (1 + std::exp(-v)); }},
+      {op("Gelu").s("approximate", "tanh").build(1),
+       [](double v) {
+         return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v)));
+       }},
+  };
+  for (const auto& [node, f] : cases) {
+    SCOPED_TRACE(node.op_type);
+    std::vector<double> want;
+    for (float v : x.span<float>()) want.push_back(f(v));
+    expect_close(run1(node, {&x}, node.op_type == "Swish" ? 24 : 20), want, x.shape(), 1e-5, 1e-6);
+  }
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  ir::Tensor ends = random_float({3}, rng, 0.0f, 1.0f);
+  ends.data<float>()[0] = inf;
+  ends.data<float>()[1] = -inf;
+  ends.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  const auto y = run1(op("Sigmoid").build(1), {&ends}, 17);
+  EXPECT_EQ(y.data<float>()[0], 1.0f);
+  EXPECT_EQ(y.data<float>()[1], 0.0f);
+  EXPECT_TRUE(std::isnan(y.data<float>()[2]));
 }
 
 // Erf's float32 kernel is a rational approximation (src/runtime/cpu/erf.h), not libm: over its
@@ -231,7 +279,8 @@ TEST(Elementwise, PReluBroadcastsSlopePerChannel) {
   std::mt19937 rng(6);
   const ir::Tensor x = random_float({2, 3, 4, 4}, rng);
   const ir::Tensor slope = random_float({3, 1, 1}, rng, 0.0f, 0.5f);
-  const auto want = naive_binary(x, slope, x.shape(), [](double v, double s) { return v < 0 ? s * v : v; });
+  const auto want =
+      naive_binary(x, slope, x.shape(), [](double v, double s) { return v < 0 ? s * v : v; });
   expect_close(run1(op("PRelu").build(2), {&x, &slope}), want, x.shape());
 }
 
@@ -244,9 +293,11 @@ TEST(Cast, RoundTripsAndTruncates) {
   expect_close(b, {1, 1, 0, 1, 1}, {5}, 0, 0);
   // Expected values are NumPy's float16 / round-to-nearest-even bfloat16 of the inputs.
   const ir::Tensor h = run1(op("Cast").i("to", 10).build(1), {&x});
-  expect_close(run1(op("Cast").i("to", 11).build(1), {&h}), {-2.69921875, -0.5, 0, 1.5, 1000}, {5}, 0, 0);
+  expect_close(run1(op("Cast").i("to", 11).build(1), {&h}), {-2.69921875, -0.5, 0, 1.5, 1000}, {5},
+               0, 0);
   const ir::Tensor bf = run1(op("Cast").i("to", 16).build(1), {&x});
-  expect_close(run1(op("Cast").i("to", 1).build(1), {&bf}), {-2.703125, -0.5, 0, 1.5, 1000}, {5}, 0, 0);
+  expect_close(run1(op("Cast").i("to", 1).build(1), {&bf}), {-2.703125, -0.5, 0, 1.5, 1000}, {5}, 0,
+               0);
   // CastLike takes the target type from input 1.
   const ir::Tensor like = ir::make_tensor<int32_t>({1}, {0});
   EXPECT_EQ(run1(op("CastLike").build(2), {&x, &like}).dtype(), ir::DType::kInt32);

@@ -23,7 +23,8 @@ TEST(Gather, NegativeIndicesOnEveryAxisMatchNaive) {
     for (size_t o = 0; o < want.size(); ++o) {
       const auto oi = unravel(static_cast<int64_t>(o), out);
       std::vector<int64_t> ii(oi.begin(), oi.begin() + a);
-      int64_t k = idx.data<int64_t>()[oi[static_cast<size_t>(a)] * 3 + oi[static_cast<size_t>(a) + 1]];
+      int64_t k =
+          idx.data<int64_t>()[oi[static_cast<size_t>(a)] * 3 + oi[static_cast<size_t>(a) + 1]];
       ii.push_back(k < 0 ? k + dim : k);
       ii.insert(ii.end(), oi.begin() + a + 2, oi.end());
       want[o] = x.as_double(ravel(ii, shape));
@@ -41,9 +42,11 @@ TEST(Gather, NegativeIndicesOnEveryAxisMatchNaive) {
 TEST(Gather, ElementsAlongAxisWithNegativeIndices) {
   const ir::Tensor x = ir::make_tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   const ir::Tensor idx = ir::make_tensor<int32_t>({2, 2}, {-1, 0, 1, -3});
-  expect_close(run1(op("GatherElements").i("axis", 1).build(2), {&x, &idx}), {3, 1, 5, 4}, {2, 2}, 0, 0);
+  expect_close(run1(op("GatherElements").i("axis", 1).build(2), {&x, &idx}), {3, 1, 5, 4}, {2, 2},
+               0, 0);
   const ir::Tensor idx0 = ir::make_tensor<int64_t>({1, 3}, {1, 0, -1});
-  expect_close(run1(op("GatherElements").i("axis", 0).build(2), {&x, &idx0}), {4, 2, 6}, {1, 3}, 0, 0);
+  expect_close(run1(op("GatherElements").i("axis", 0).build(2), {&x, &idx0}), {4, 2, 6}, {1, 3}, 0,
+               0);
 }
 
 // x [N, C, H, W] → reshape to [N, C * H * W] with the shape computed by int64 ops.
@@ -83,10 +86,12 @@ TEST(ShapeChain, ShapeGatherConcatReshape) {
   const ir::Tensor eq = run1(op("Equal").build(2), {&sum, &zero});
   EXPECT_TRUE(eq.data<bool>()[0]);
   EXPECT_FALSE(eq.data<bool>()[1]);
-  const ir::Tensor filled = run1(op("ConstantOfShape").t("value", ir::make_tensor<int64_t>({1}, {9})).build(1), {&target});
+  const ir::Tensor filled = run1(
+      op("ConstantOfShape").t("value", ir::make_tensor<int64_t>({1}, {9})).build(1), {&target});
   EXPECT_EQ(filled.shape(), (ir::Shape{2, 60}));
   EXPECT_EQ(filled.data<int64_t>()[119], 9);
-  const ir::Tensor ten = ir::make_tensor<int64_t>({}, {10}), minus3 = ir::make_tensor<int64_t>({}, {-3});
+  const ir::Tensor ten = ir::make_tensor<int64_t>({}, {10}),
+                   minus3 = ir::make_tensor<int64_t>({}, {-3});
   const ir::Tensor r = run1(op("Range").build(3), {&ten, &zero, &minus3});
   EXPECT_EQ(std::vector<int64_t>(r.span<int64_t>().begin(), r.span<int64_t>().end()),
             (std::vector<int64_t>{10, 7, 4, 1}));

@@ -28,11 +28,21 @@ class NodeBuilder {
     node_.name = op_type;
     node_.op_type = std::move(op_type);
   }
-  NodeBuilder& i(const std::string& name, int64_t v) { return add(name, ir::AttrType::kInt, [&](ir::Attribute& a) { a.i = v; }); }
-  NodeBuilder& f(const std::string& name, float v) { return add(name, ir::AttrType::kFloat, [&](ir::Attribute& a) { a.f = v; }); }
-  NodeBuilder& s(const std::string& name, std::string v) { return add(name, ir::AttrType::kString, [&](ir::Attribute& a) { a.s = v; }); }
-  NodeBuilder& ints(const std::string& name, std::vector<int64_t> v) { return add(name, ir::AttrType::kInts, [&](ir::Attribute& a) { a.ints = v; }); }
-  NodeBuilder& t(const std::string& name, ir::Tensor v) { return add(name, ir::AttrType::kTensor, [&](ir::Attribute& a) { a.t = v; }); }
+  NodeBuilder& i(const std::string& name, int64_t v) {
+    return add(name, ir::AttrType::kInt, [&](ir::Attribute& a) { a.i = v; });
+  }
+  NodeBuilder& f(const std::string& name, float v) {
+    return add(name, ir::AttrType::kFloat, [&](ir::Attribute& a) { a.f = v; });
+  }
+  NodeBuilder& s(const std::string& name, std::string v) {
+    return add(name, ir::AttrType::kString, [&](ir::Attribute& a) { a.s = v; });
+  }
+  NodeBuilder& ints(const std::string& name, std::vector<int64_t> v) {
+    return add(name, ir::AttrType::kInts, [&](ir::Attribute& a) { a.ints = v; });
+  }
+  NodeBuilder& t(const std::string& name, ir::Tensor v) {
+    return add(name, ir::AttrType::kTensor, [&](ir::Attribute& a) { a.t = v; });
+  }
   // Inputs named in0..in{n-1} ("" where `present` says omitted), outputs out0..out{m-1}.
   ir::Node build(size_t inputs, size_t outputs = 1) const {
     ir::Node n = node_;

@@ -42,13 +42,20 @@ TEST(Reduce, RandomAxesMatchNaive) {
     double (*g)(double, double);
   };
   const Case cases[] = {
-      {"ReduceSum", 0, [](double a, double v) { return a + v; }, [](double a, double) { return a; }},
-      {"ReduceMean", 0, [](double a, double v) { return a + v; }, [](double a, double n) { return a / n; }},
-      {"ReduceMax", -1e300, [](double a, double v) { return std::max(a, v); }, [](double a, double) { return a; }},
-      {"ReduceMin", 1e300, [](double a, double v) { return std::min(a, v); }, [](double a, double) { return a; }},
-      {"ReduceL2", 0, [](double a, double v) { return a + v * v; }, [](double a, double) { return std::sqrt(a); }},
-      {"ReduceProd", 1, [](double a, double v) { return a * v; }, [](double a, double) { return a; }},
-      {"ReduceLogSumExp", 0, [](double a, double v) { return a + std::exp(v); }, [](double a, double) { return std::log(a); }},
+      {"ReduceSum", 0, [](double a, double v) { return a + v; },
+       [](double a, double) { return a; }},
+      {"ReduceMean", 0, [](double a, double v) { return a + v; },
+       [](double a, double n) { return a / n; }},
+      {"ReduceMax", -1e300, [](double a, double v) { return std::max(a, v); },
+       [](double a, double) { return a; }},
+      {"ReduceMin", 1e300, [](double a, double v) { return std::min(a, v); },
+       [](double a, double) { return a; }},
+      {"ReduceL2", 0, [](double a, double v) { return a + v * v; },
+       [](double a, double) { return std::sqrt(a); }},
+      {"ReduceProd", 1, [](double a, double v) { return a * v; },
+       [](double a, double) { return a; }},
+      {"ReduceLogSumExp", 0, [](double a, double v) { return a + std::exp(v); },
+       [](double a, double) { return std::log(a); }},
   };
   for (int mask = 1; mask < 16; ++mask) {
     std::vector<bool> red(4);
@@ -121,7 +128,8 @@ TEST(Reduce, EmptyAxesReduceAllOrNoop) {
   expect_close(run1(op("ReduceMean").build(1), {&x}, 18), {2.5}, {1, 1});
   expect_close(run1(op("ReduceMean").i("keepdims", 0).build(1), {&x}, 13), {2.5}, {});
   const ir::Tensor empty = int64s({});
-  const ir::Tensor y = run1(op("ReduceSum").i("noop_with_empty_axes", 1).build(2), {&x, &empty}, 13);
+  const ir::Tensor y =
+      run1(op("ReduceSum").i("noop_with_empty_axes", 1).build(2), {&x, &empty}, 13);
   expect_close(y, {1, 2, 3, 4}, {2, 2});
   const ir::Tensor xi = ir::make_tensor<int64_t>({3}, {4, -9, 7});
   expect_close(run1(op("ReduceMax").build(1), {&xi}, 13), {7}, {1}, 0, 0);
@@ -130,9 +138,11 @@ TEST(Reduce, EmptyAxesReduceAllOrNoop) {
 TEST(ArgMax, TiesPickFirstOrLastIndex) {
   const ir::Tensor x = ir::make_tensor<float>({2, 4}, {1, 5, 5, 0, 2, 2, 2, 2});
   expect_close(run1(op("ArgMax").i("axis", 1).build(1), {&x}), {1, 0}, {2, 1}, 0, 0);
-  expect_close(run1(op("ArgMax").i("axis", -1).i("keepdims", 0).i("select_last_index", 1).build(1), {&x}),
-               {2, 3}, {2}, 0, 0);
-  expect_close(run1(op("ArgMin").i("axis", 1).i("select_last_index", 1).build(1), {&x}), {3, 3}, {2, 1}, 0, 0);
+  expect_close(
+      run1(op("ArgMax").i("axis", -1).i("keepdims", 0).i("select_last_index", 1).build(1), {&x}),
+      {2, 3}, {2}, 0, 0);
+  expect_close(run1(op("ArgMin").i("axis", 1).i("select_last_index", 1).build(1), {&x}), {3, 3},
+               {2, 1}, 0, 0);
   expect_close(run1(op("ArgMax").build(1), {&x}), {1, 0, 0, 1}, {1, 4}, 0, 0);
 }
 

@@ -50,7 +50,8 @@ std::vector<double> reference(const ir::Tensor& x, int64_t oh, int64_t ow, doubl
         }
         const double yc = std::clamp(y, 0.0, static_cast<double>(h - 1));
         const double zc = std::clamp(z, 0.0, static_cast<double>(w - 1));
-        const auto y0 = static_cast<int64_t>(std::floor(yc)), z0 = static_cast<int64_t>(std::floor(zc));
+        const auto y0 = static_cast<int64_t>(std::floor(yc)),
+                   z0 = static_cast<int64_t>(std::floor(zc));
         const int64_t y1 = std::min(y0 + 1, h - 1), z1 = std::min(z0 + 1, w - 1);
         const double dy = yc - static_cast<double>(y0), dz = zc - static_cast<double>(z0);
         r.push_back((1 - dy) * (1 - dz) * at(y0, z0) + (1 - dy) * dz * at(y0, z1) +
@@ -64,24 +65,30 @@ std::vector<double> reference(const ir::Tensor& x, int64_t oh, int64_t ow, doubl
 TEST(Resize, NearestAndLinearEveryCoordinateModeMatchReference) {
   std::mt19937 rng(31);
   const ir::Tensor x = random_float({1, 2, 4, 5}, rng);
-  const char* coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"};
+  const char* coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                          "tf_half_pixel_for_nn"};
   const char* nearest_modes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   const std::pair<float, float> scales[] = {{2.0f, 3.0f}, {0.5f, 0.6f}, {1.5f, 0.8f}, {1.0f, 2.5f}};
   for (const auto& [sh, sw] : scales) {
-    const int64_t oh = static_cast<int64_t>(std::floor(4 * sh)), ow = static_cast<int64_t>(std::floor(5 * sw));
+    const int64_t oh = static_cast<int64_t>(std::floor(4 * sh)),
+                  ow = static_cast<int64_t>(std::floor(5 * sw));
     const ir::Tensor sc = ir::make_tensor<float>({4}, {1.0f, 1.0f, sh, sw});
     const ir::Tensor sizes = int64s({1, 2, oh, ow});
     for (const char* coord : coords) {
       for (const char* nm : nearest_modes) {
         SCOPED_TRACE(fmt::format("{} {} {}x{}", coord, nm, sh, sw));
-        const ir::Node node = op("Resize").s("mode", "nearest").s("coordinate_transformation_mode", coord)
-                                  .s("nearest_mode", nm).build(3);
+        const ir::Node node = op("Resize")
+                                  .s("mode", "nearest")
+                                  .s("coordinate_transformation_mode", coord)
+                                  .s("nearest_mode", nm)
+                                  .build(3);
         const auto want = reference(x, oh, ow, sh, sw, "nearest", coord, nm);
         expect_close(run1(node, {&x, nullptr, &sc}, 13), want, {1, 2, oh, ow}, 0, 0);
       }
       if (std::string(coord) == "tf_half_pixel_for_nn") continue;
       SCOPED_TRACE(fmt::format("linear {}", coord));
-      const ir::Node lin = op("Resize").s("mode", "linear").s("coordinate_transformation_mode", coord).build(4);
+      const ir::Node lin =
+          op("Resize").s("mode", "linear").s("coordinate_transformation_mode", coord).build(4);
       expect_close(run1(lin, {&x, nullptr, &sc}, 13),
                    reference(x, oh, ow, sh, sw, "linear", coord, ""), {1, 2, oh, ow}, 1e-5, 1e-6);
       // With sizes, the scale is out / in.
@@ -109,7 +116,8 @@ TEST(Resize, Opset18AxesAndAspectRatioPolicy) {
                             .s("keep_aspect_ratio_policy", "not_larger").build(4);
   const ir::Tensor y = run1(node, {&x, nullptr, nullptr, &sizes}, 18);
   EXPECT_EQ(y.shape(), (ir::Shape{1, 1, 5, 8}));
-  expect_close(y, reference(x, 5, 8, 4.0 / 3, 4.0 / 3, "linear", "half_pixel", ""), {1, 1, 5, 8}, 1e-5, 1e-6);
+  expect_close(y, reference(x, 5, 8, 4.0 / 3, 4.0 / 3, "linear", "half_pixel", ""), {1, 1, 5, 8},
+               1e-5, 1e-6);
 }
 
 }  // namespace

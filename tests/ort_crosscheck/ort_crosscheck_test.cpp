@@ -152,7 +152,8 @@ void expect_quantize_consistent(const std::vector<QPoint>& points, const fs::pat
         if (violations++ < 5) {
           ADD_FAILURE() << what << ": QuantizeLinear of '" << p.x << "' element " << i << ": q "
                         << qa.as_double(i) << " vs ORT " << qb.as_double(i) << ", x "
-                        << xa.as_double(i) << " vs ORT " << xb.as_double(i) << ", scale " << p.scale;
+                        << xa.as_double(i) << " vs ORT " << xb.as_double(i) << ", scale "
+                        << p.scale;
         }
       }
     }
@@ -180,8 +181,10 @@ void expect_outputs_agree(const std::vector<std::string>& outputs, const fs::pat
     ASSERT_TRUE(m.add(b, a).is_ok());
     EXPECT_GE(m.cosine(), bounds.min_cosine) << what << " output " << name;
     EXPECT_LE(m.rel_l2(), bounds.max_rel_l2) << what << " output " << name;
-    ::testing::Test::RecordProperty(fmt::format("{}_{}_cosine", what, name), fmt::format("{:.9f}", m.cosine()));
-    ::testing::Test::RecordProperty(fmt::format("{}_{}_rel_l2", what, name), fmt::format("{:.3g}", m.rel_l2()));
+    ::testing::Test::RecordProperty(fmt::format("{}_{}_cosine", what, name),
+                                    fmt::format("{:.9f}", m.cosine()));
+    ::testing::Test::RecordProperty(fmt::format("{}_{}_rel_l2", what, name),
+                                    fmt::format("{:.3g}", m.rel_l2()));
     std::printf("%s %s: cosine %.9f rel_l2 %.3g max_abs_diff %.3g\n", what.c_str(), name.c_str(),
                 m.cosine(), m.rel_l2(), m.max_abs_diff());
   }

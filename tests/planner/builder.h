@@ -90,7 +90,9 @@ class Builder {
                                              name + ".var"}, {y});
   }
 
-  static void set_int(ir::Node& n, const std::string& key, int64_t v) { n.set_attr(ir::int_attr(key, v)); }
+  static void set_int(ir::Node& n, const std::string& key, int64_t v) {
+    n.set_attr(ir::int_attr(key, v));
+  }
   static void set_ints(ir::Node& n, const std::string& key, std::vector<int64_t> v) {
     n.set_attr(ir::ints_attr(key, std::move(v)));
   }

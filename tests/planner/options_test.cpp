@@ -1,4 +1,5 @@
 // Options, exclusions, units, missing ranges, already-quantized models, opset, ORT target.
+#include <map>
 #include <tuple>
 
 #include "builder.h"
@@ -56,6 +57,66 @@ TEST(Options, ExclusionNamingNoNodeListsCloseMatches) {
   PlanOptions bad;
   bad.activation_type = ActivationType::kUInt8;  // TensorRT takes INT8 only
   EXPECT_FALSE(plan(b.model, b.table(), bad).has_value());
+}
+
+// x -> conv1 -> relu1 -> conv2 -> relu2 -> conv3 -> relu3 -> gap -> flatten -> fc -> y
+TEST(Options, QuantizeNodesAndOpTypesRestrictThePlan) {
+  Builder b = chain();
+  PlanOptions o;
+  o.quantize_op_types = {"Conv"};
+  auto p = plan(b.model, b.table(), o);
+  ASSERT_TRUE(p.has_value()) << p.status().message();
+  for (const char* conv : {"conv1", "conv2", "conv3"}) {
+    EXPECT_TRUE(p->node(conv)->quantized) << conv;
+  }
+  EXPECT_FALSE(p->node("fc")->quantized);
+  EXPECT_EQ(p->node("fc")->reason, "op type Gemm is not among the op types to quantize");
+  EXPECT_FALSE(p->node("gap")->quantized);  // pooling is not in the list either
+  EXPECT_TRUE(p->warnings.empty());
+
+  o.quantize_nodes = {"conv[23]"};  // within the op types: the nodes named
+  o.exclude_nodes = {"conv3"};      // and exclusions still apply
+  p = plan(b.model, b.table(), o);
+  ASSERT_TRUE(p.has_value()) << p.status().message();
+  EXPECT_FALSE(p->node("conv1")->quantized);
+  EXPECT_EQ(p->node("conv1")->reason, "not among the nodes to quantize");
+  EXPECT_TRUE(p->node("conv2")->quantized);
+  EXPECT_FALSE(p->node("conv3")->quantized);
+  EXPECT_NE(p->node("conv3")->reason.find("excluded"), std::string::npos);
+
+  const QuantizeResult r = quantize_ok(b.model, b.table(), o);
+  EXPECT_EQ(dq_at(b.model, "conv1", 0), nullptr);
+  EXPECT_NE(dq_at(b.model, "conv2", 1), nullptr);
+  EXPECT_EQ(*b.model.metadata("ptqkit.excluded_nodes"), "conv3");  // only explicit exclusions
+  std::map<std::string, std::string> float_reasons;
+  for (const NodePlan& n : r.float_nodes) float_reasons[n.name] = n.reason;
+  EXPECT_EQ(float_reasons["conv1"], "not among the nodes to quantize");
+  EXPECT_EQ(float_reasons["conv3"], "excluded by node pattern 'conv3'");
+  EXPECT_EQ(float_reasons.count("conv2"), 0u);
+  ASSERT_EQ(r.activations.size(), 1u);  // conv2's input
+  EXPECT_EQ(r.activations[0].tensor, "r1");
+  EXPECT_FLOAT_EQ(r.activations[0].scale, static_cast<float>(r.activations[0].range.amax / 127.0));
+  EXPECT_EQ(r.activations[0].zero_point, 0);
+}
+
+TEST(Options, QuantizeNodesNamingNothingIsAnErrorAndAbsentOpTypesAWarning) {
+  Builder b = chain();
+  PlanOptions o;
+  o.quantize_nodes = {"cnv2"};
+  auto p = plan(b.model, b.table(), o);
+  ASSERT_FALSE(p.has_value());
+  EXPECT_EQ(p.status().code(), StatusCode::kUsage);
+  EXPECT_EQ(p.status().message(),
+            "node to quantize 'cnv2' matches no node name (did you mean 'conv2', 'conv1', "
+            "'conv3'?)");
+  PlanOptions t;
+  t.quantize_op_types = {"Conv", "MatMul"};
+  auto q = plan(b.model, b.table(), t);
+  ASSERT_TRUE(q.has_value()) << q.status().message();
+  ASSERT_EQ(q->warnings.size(), 1u);
+  EXPECT_EQ(q->warnings[0].rfind("op type to quantize 'MatMul' is not in the model", 0), 0u)
+      << q->warnings[0];
+  EXPECT_TRUE(q->node("conv1")->quantized);
 }
 
 TEST(Options, TensorsWithoutRangeStayFloatAndAreListed) {
@@ -132,7 +193,8 @@ TEST(Options, PlannerSelectsUnitsAsPlanDoes) {
   auto planner = Planner::create(b.model, table, base);
   ASSERT_TRUE(planner.has_value()) << planner.status().message();
   const std::vector<std::string> names = {"conv1", "conv2", "conv3", "fc", "gap"};
-  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> selections = {{{}, {}}};
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> selections = {
+      {{}, {}}};
   for (const std::string& n : names) {
     selections.push_back({{n}, {}});
     selections.push_back({{}, {n}});
@@ -261,7 +323,8 @@ TEST(Ort, Int32BiasOverflowWidensWeightScale) {
   std::vector<float> s5(ws.span<float>().begin(), ws.span<float>().end());
   ir::Tensor ref = quantize_weights(w, 0, s5);
   const ir::Tensor& q = *m.graph.initializer(wdq->inputs[0]);
-  EXPECT_TRUE(std::equal(q.span<int8_t>().begin(), q.span<int8_t>().end(), ref.span<int8_t>().begin()));
+  EXPECT_TRUE(
+      std::equal(q.span<int8_t>().begin(), q.span<int8_t>().end(), ref.span<int8_t>().begin()));
   const ir::Tensor& qb = *m.graph.initializer(dq_at(m, "conv", 2)->inputs[0]);
   EXPECT_GT(qb.data<int32_t>()[5], 2000000000);
 }

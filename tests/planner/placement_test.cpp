@@ -139,7 +139,8 @@ TEST(Placement, PoolingBetweenInt8Convs) {
 
 //   x ─► LayerNorm ─► ln ─┬─► MatMul Wq ─► q ────────────────────────┐
 //                         ├─► MatMul Wk ─► k ─► Transpose ─► kT ─► MatMul ─► Div ─► Softmax ─► p ─┐
-//                         └─► MatMul Wv ─► v ──────────────────────────────────────────────► MatMul ─► a
+//                         └─► MatMul Wv ─► v ──────────────────────────────────────────────► MatMul
+//                         ─► a
 //   a ─► MatMul Wo ─► o ─► Add(x) ─► y
 TEST(Placement, TransformerBlock) {
   Builder b;
@@ -217,7 +218,8 @@ TEST(Placement, GemmTransBZeroAndOne) {
   const ir::Tensor& s2 = *m.graph.initializer(d2->inputs[1]);
   for (int64_t n = 0; n < 24; ++n) {
     double amax = 0;
-    for (int64_t k = 0; k < 8; ++k) amax = std::max(amax, std::fabs(double(w2.data<float>()[k * 24 + n])));
+    for (int64_t k = 0; k < 8; ++k)
+      amax = std::max(amax, std::fabs(double(w2.data<float>()[k * 24 + n])));
     EXPECT_FLOAT_EQ(s2.data<float>()[n], static_cast<float>(amax / 127.0)) << n;
   }
 }

@@ -25,12 +25,14 @@ TEST(Arithmetic, PerChannelScalesAndRounding) {
   for (int64_t c = 0; c < 4; ++c) {
     if (c == 1) continue;
     double amax = 0;
-    for (int64_t i = 0; i < 12; ++i) amax = std::max(amax, std::fabs(double(w.data<float>()[c * 12 + i])));
+    for (int64_t i = 0; i < 12; ++i)
+      amax = std::max(amax, std::fabs(double(w.data<float>()[c * 12 + i])));
     EXPECT_EQ(scales[size_t(c)], static_cast<float>(amax / 127.0));
   }
   ir::Tensor q = quantize_weights(w, 0, scales);
   for (int64_t i = 0; i < w.size(); ++i) {
-    const double ref = std::clamp(round_half_even(double(w.data<float>()[i]) / scales[size_t(i / 12)]), -127.0, 127.0);
+    const double ref = std::clamp(
+        round_half_even(double(w.data<float>()[i]) / scales[size_t(i / 12)]), -127.0, 127.0);
     EXPECT_EQ(q.data<int8_t>()[i], static_cast<int8_t>(ref)) << i;
   }
   // Ties go to even; the extremes reach ±127, never -128.
@@ -78,7 +80,9 @@ TEST(Weights, BatchNormFoldingMatchesFloat64) {
   const ir::Tensor& bias = *m.graph.initializer(conv->inputs[2]);
   const ir::Tensor& w0 = *before.initializer("conv.weight");
   const ir::Tensor& b0 = *before.initializer("conv.bias");
-  auto p = [&](const char* n, int64_t c) { return double(before.initializer(n)->data<float>()[c]); };
+  auto p = [&](const char* n, int64_t c) {
+    return double(before.initializer(n)->data<float>()[c]);
+  };
   const int64_t inner = w0.size() / 16;
   for (int64_t c = 0; c < 16; ++c) {
     const double f = p("bn.gamma", c) / std::sqrt(p("bn.var", c) + 1e-5);
@@ -113,7 +117,8 @@ TEST(Weights, SharedByTwoConvs) {
   const ir::Tensor& q = *m.graph.initializer(dq_at(m, "convA", 1)->inputs[0]);
   auto scales = weight_scales(original, 0);
   ir::Tensor ref = quantize_weights(original, 0, scales);
-  EXPECT_TRUE(std::equal(q.span<int8_t>().begin(), q.span<int8_t>().end(), ref.span<int8_t>().begin()));
+  EXPECT_TRUE(
+      std::equal(q.span<int8_t>().begin(), q.span<int8_t>().end(), ref.span<int8_t>().begin()));
 }
 
 // A copy of `m` whose initializers are views of m's (as a sensitivity sweep's variants are).
@@ -212,7 +217,8 @@ TEST(Weights, ReplacedWeightLeavesNoDeclarations) {
   const ir::Graph& g = b.model.graph;
   EXPECT_EQ(g.initializer(w), nullptr);
   auto named = [&](const std::vector<ir::ValueInfo>& list, const std::string& name) {
-    return std::count_if(list.begin(), list.end(), [&](const ir::ValueInfo& v) { return v.name == name; });
+    return std::count_if(list.begin(), list.end(),
+                         [&](const ir::ValueInfo& v) { return v.name == name; });
   };
   EXPECT_EQ(named(g.inputs, w), 0);
   EXPECT_EQ(named(g.value_info, w), 0);

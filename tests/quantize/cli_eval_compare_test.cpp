@@ -38,7 +38,8 @@ class EvalCompare : public ::testing::Test {
     return *dir_;
   }
   // Runs `args` once per process; the result is remembered by `key`.
-  static const ptq::testing::PtqResult& once(const std::string& key, const std::vector<std::string>& args) {
+  static const ptq::testing::PtqResult& once(const std::string& key,
+                                             const std::vector<std::string>& args) {
     auto it = made_.find(key);
     if (it == made_.end()) it = made_.emplace(key, run_ptq(args)).first;
     EXPECT_EQ(it->second.exit_code, 0) << key << ": " << it->second.err;
@@ -103,7 +104,8 @@ int64_t top_k_hits(const ir::Tensor& scores, const std::vector<int64_t>& labels,
     std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
       return scores.as_double(i * c + a) > scores.as_double(i * c + b);
     });
-    for (int64_t j = 0; j < k; ++j) hits += idx[static_cast<size_t>(j)] == labels[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < k; ++j)
+      hits += idx[static_cast<size_t>(j)] == labels[static_cast<size_t>(i)];
   }
   return hits;
 }
@@ -196,27 +198,37 @@ TEST_F(EvalCompare, NonFiniteSamplesStopUnlessAllowed) {
 TEST_F(EvalCompare, LabelErrors) {
   const fs::path dir = scratch_dir();
   const std::vector<int64_t> few = {1, 2, 3};
-  ASSERT_TRUE(data::save_npy(dir / "few.npy", ir::make_tensor<int64_t>({3}, std::span<const int64_t>(few))).is_ok());
-  auto r = run_ptq({"eval", example_model(), "--data", test_npy(), "--labels", (dir / "few.npy").string()});
+  ASSERT_TRUE(
+      data::save_npy(dir / "few.npy", ir::make_tensor<int64_t>({3}, std::span<const int64_t>(few)))
+          .is_ok());
+  auto r = run_ptq(
+      {"eval", example_model(), "--data", test_npy(), "--labels", (dir / "few.npy").string()});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("3 labels for 1000 samples"), std::string::npos) << r.err;
   const std::vector<float> f = {1, 2, 3};
-  ASSERT_TRUE(data::save_npy(dir / "float.npy", ir::make_tensor<float>({3}, std::span<const float>(f))).is_ok());
-  auto rf = run_ptq({"eval", example_model(), "--data", test_npy(), "--labels", (dir / "float.npy").string()});
+  ASSERT_TRUE(
+      data::save_npy(dir / "float.npy", ir::make_tensor<float>({3}, std::span<const float>(f)))
+          .is_ok());
+  auto rf = run_ptq(
+      {"eval", example_model(), "--data", test_npy(), "--labels", (dir / "float.npy").string()});
   EXPECT_EQ(rf.exit_code, 3);
   EXPECT_NE(rf.err.find("integers"), std::string::npos) << rf.err;
   // int32 labels are accepted.
   std::vector<int32_t> y32;
   for (int64_t v : labels()) y32.push_back(static_cast<int32_t>(v));
-  ASSERT_TRUE(data::save_npy(dir / "y32.npy", ir::make_tensor<int32_t>({1000}, std::span<const int32_t>(y32))).is_ok());
+  ASSERT_TRUE(data::save_npy(dir / "y32.npy",
+                             ir::make_tensor<int32_t>({1000}, std::span<const int32_t>(y32)))
+                  .is_ok());
   auto r32 = run_ptq({"eval", example_model(), "--data", test_npy(), "--labels",
                       (dir / "y32.npy").string(), "--samples", "100", "--json"});
   ASSERT_EQ(r32.exit_code, 0) << r32.err;
-  EXPECT_EQ(parse_json(r32.out)["top1_correct"].get<int64_t>(), top_k_hits(logits("fp32", 100), labels(), 1, 100));
+  EXPECT_EQ(parse_json(r32.out)["top1_correct"].get<int64_t>(),
+            top_k_hits(logits("fp32", 100), labels(), 1, 100));
 }
 
 TEST_F(EvalCompare, CompareWithItselfIsExact) {
-  auto r = run_ptq({"compare", example_model(), example_model(), "--data", test_npy(), "--samples", "100", "--json"});
+  auto r = run_ptq({"compare", example_model(), example_model(), "--data", test_npy(), "--samples",
+                    "100", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = parse_json(r.out);
   ASSERT_EQ(j["outputs"].size(), 1u);
@@ -227,7 +239,8 @@ TEST_F(EvalCompare, CompareWithItselfIsExact) {
   EXPECT_EQ(o["max_abs_diff"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ(j["top1_agreement"].get<double>(), 1.0);
   EXPECT_EQ(j["samples"].get<int64_t>(), 100);
-  auto text = run_ptq({"compare", example_model(), example_model(), "--data", test_npy(), "--samples", "20"});
+  auto text = run_ptq(
+      {"compare", example_model(), example_model(), "--data", test_npy(), "--samples", "20"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("inf"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("100.00% (20/20)"), std::string::npos) << text.out;

@@ -98,8 +98,9 @@ TEST_F(Quantize, WithDataWritesCheckedModelMetadataAndCache) {
   // `ptq info` counts them too.
   auto info = run_ptq({"info", shared("q.onnx").string()});
   ASSERT_EQ(info.exit_code, 0) << info.err;
-  EXPECT_NE(info.out.find(fmt::format("{} ({} QuantizeLinear, {} DequantizeLinear)", q + dq, q, dq)),
-            std::string::npos)
+  EXPECT_NE(
+      info.out.find(fmt::format("{} ({} QuantizeLinear, {} DequantizeLinear)", q + dq, q, dq)),
+      std::string::npos)
       << info.out;
 }
 
@@ -266,7 +267,8 @@ TEST_F(Quantize, ExternalDataAndOrtTarget) {
   EXPECT_TRUE(onnx::check_model(m).is_ok());
   EXPECT_EQ(*m.metadata("ptqkit.target"), "ort");
   bool int32_bias = false;
-  for (const ir::Initializer& i : m.graph.initializers()) int32_bias |= i.tensor.dtype() == ir::DType::kInt32;
+  for (const ir::Initializer& i : m.graph.initializers())
+    int32_bias |= i.tensor.dtype() == ir::DType::kInt32;
   EXPECT_TRUE(int32_bias);
 }
 
@@ -274,8 +276,8 @@ TEST(QuantizeUsage, NeedsExactlyOneOfDataAndCache) {
   const fs::path dir = scratch_dir();
   auto none = run_ptq({"quantize", example_model(), "-o", (dir / "x.onnx").string()});
   EXPECT_EQ(none.exit_code, 2) << none.err;
-  auto both = run_ptq({"quantize", example_model(), "--data", calib_npy(), "--cache", "c.json", "-o",
-                       (dir / "x.onnx").string()});
+  auto both = run_ptq({"quantize", example_model(), "--data", calib_npy(), "--cache", "c.json",
+                       "-o", (dir / "x.onnx").string()});
   EXPECT_EQ(both.exit_code, 2) << both.err;
   auto help = run_ptq({"quantize", "--help"});
   EXPECT_NE(help.out.find("OUT.calib.json"), std::string::npos) << help.out;

@@ -141,6 +141,29 @@ TEST_F(DynamicShapes, InputShapeResolvesAndTheModelKeepsItsSymbolicDim) {
   EXPECT_TRUE(reads_dq(m, "attn/scores", 1));
 }
 
+// trtexec's syntax (NAME:DxD…, a comma-separated list; --shapes as trtexec spells the flag)
+// writes the same model as ptqkit's NAME=D,D,….
+TEST_F(DynamicShapes, TrtexecShapeSyntaxMatchesTheOriginal) {
+  auto original = run_ptq({"quantize", model(), "--cache", path("c.cache"), "--input-shape",
+                           "x=1,1,16", "-o", path("t0.onnx"), "--quiet"});
+  ASSERT_EQ(original.exit_code, 0) << original.err;
+  for (const char* flag : {"--input-shape", "--shapes"}) {
+    auto r = run_ptq({"quantize", model(), "--cache", path("c.cache"), flag, "x:1x1x16", "-o",
+                      path("t1.onnx"), "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_text(path("t1.onnx")), read_text(path("t0.onnx"))) << flag;
+  }
+  auto list = run_ptq({"quantize", model(), "--cache", path("c.cache"), "--input-shape",
+                       "x:1x8x16,z:1x2", "-o", path("t2.onnx")});
+  EXPECT_EQ(list.exit_code, 3);  // the list was read whole: z is named
+  EXPECT_EQ(list.err, "ptq: error: --input-shape: 'z' is not an input of the model (inputs: x)\n");
+  auto bad = run_ptq({"quantize", model(), "--cache", path("c.cache"), "--input-shape",
+                      "x:1x8xk", "-o", path("t2.onnx")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err,
+            "ptq: error: --input-shape 'x:1x8xk': 'k' is not a dim (a whole number >= 0)\n");
+}
+
 TEST_F(DynamicShapes, DataResolves) {
   auto r = run_ptq({"quantize", model(), "--data", path("x.npy"), "--method", "minmax", "-o",
                     path("c.onnx"), "--quiet"});

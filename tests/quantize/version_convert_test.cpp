@@ -21,7 +21,8 @@
 namespace ptq::onnx {
 namespace {
 
-ir::ValueInfo value(const std::string& name, ir::DType dtype, std::optional<std::vector<ir::Dim>> dims) {
+ir::ValueInfo value(const std::string& name, ir::DType dtype,
+                    std::optional<std::vector<ir::Dim>> dims) {
   return {name, ir::TypeInfo{dtype, std::move(dims), {}}, {}};
 }
 
@@ -63,16 +64,19 @@ ir::Model opset11_model() {
   g.nodes.push_back(dyn);
   // The checker wants a shape on graph outputs; y_dyn's dims are unknown.
   const std::vector<D> x_dims = {D::of(2), D::of(3), D::of(4)};
-  g.outputs.push_back(value("y_unsq", ir::DType::kFloat32, std::vector<D>{D::of(1), D::of(2), D::of(3), D::of(4)}));
+  g.outputs.push_back(
+      value("y_unsq", ir::DType::kFloat32, std::vector<D>{D::of(1), D::of(2), D::of(3), D::of(4)}));
   g.outputs.push_back(value("y_log", ir::DType::kFloat32, x_dims));
   g.outputs.push_back(value("y_hard", ir::DType::kFloat32, x_dims));
-  g.outputs.push_back(value("y_dyn", ir::DType::kFloat32, std::vector<D>{D::symbol("a"), D::symbol("b"), D::symbol("c")}));
+  g.outputs.push_back(value("y_dyn", ir::DType::kFloat32,
+                            std::vector<D>{D::symbol("a"), D::symbol("b"), D::symbol("c")}));
   return m;
 }
 
 // Opset <= 12 semantics: rows = prod(dims[:axis]), each row of prod(dims[axis:]) values.
 enum class Kind { kSoftmax, kLogSoftmax, kHardmax };
-std::vector<double> coerced(const std::vector<float>& x, const std::vector<int64_t>& dims, int64_t axis, Kind kind) {
+std::vector<double> coerced(const std::vector<float>& x, const std::vector<int64_t>& dims,
+                            int64_t axis, Kind kind) {
   int64_t cols = 1;
   for (size_t i = static_cast<size_t>(axis); i < dims.size(); ++i) cols *= dims[i];
   const int64_t rows = static_cast<int64_t>(x.size()) / cols;
@@ -146,7 +150,8 @@ TEST(ConvertOpset, Opset11To13KeepsTheOldMeaning) {
   expect_close((*out)[1].second, coerced(x, {2, 3, 4}, 2, Kind::kLogSoftmax), "LogSoftmax axis -1");
   expect_close((*out)[2].second, coerced(x, {2, 3, 4}, 0, Kind::kHardmax), "Hardmax axis 0");
   EXPECT_EQ((*out)[3].second.shape(), (ir::Shape{3, 2, 4}));
-  expect_close((*out)[3].second, coerced(x, reshaped, 2, Kind::kSoftmax), "Softmax of unknown rank");
+  expect_close((*out)[3].second, coerced(x, reshaped, 2, Kind::kSoftmax),
+               "Softmax of unknown rank");
 }
 
 TEST(ConvertOpset, SameOpsetIsANoOp) {

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -79,13 +80,23 @@ TEST_F(HtmlReport, OpensInChromiumWithEverySection) {
   models[2] = {"resnet18.onnx", "models/resnet18.onnx", 46748540, &fp32, std::nullopt};
 
   auto sens = parse_sensitivity_json(R"({"metric": "sqnr", "mode": "only", "layers": [
-      {"name": "/conv1/Conv", "metric": 18.5}, {"name": "/layer1/layer1.0/conv1/Conv", "metric": 31.2},
+      {"name": "/conv1/Conv", "metric": 18.5},
+      {"name": "/layer1/layer1.0/conv1/Conv", "metric": 31.2},
       {"name": "/fc/Gemm", "metric": 27.9}], "float_set": ["/conv1/Conv"]})",
                                      "sens.json");
   ASSERT_TRUE(sens.has_value()) << sens.status().message();
 
+  auto trace = parse_trace_json(R"({"model_a": "resnet18.onnx", "jump_db": 10, "tensors": [
+      {"name": "/relu/Relu_output_0", "op_type": "Relu", "sqnr_db": 33.5, "cosine": 0.9997},
+      {"name": "/layer1/layer1.0/relu/Relu_output_0", "op_type": "Relu", "sqnr_db": 9.5,
+       "jump": true},
+      {"name": "output", "op_type": "Gemm", "sqnr_db": 9.1}]})",
+                                "trace.json");
+  ASSERT_TRUE(trace.has_value()) << trace.status().message();
+
   HtmlOptions options;
   options.generated_by = "ptq report test";
+  options.trace = &*trace;
   DotOptions dot;
   dot.title = "resnet18.all.int8.onnx";
   auto svg = render_svg(graph_dot(main, dot));
@@ -118,6 +129,8 @@ TEST_F(HtmlReport, OpensInChromiumWithEverySection) {
                            "sqnr",
                            "/layer1/layer1.0/conv1/Conv",
                            "Layers kept float",
+                           "Error along the graph",
+                           "/layer1/layer1.0/relu/Relu_output_0",
                            "Variants side by side",
                            "resnet18.int8.onnx",
                            "resnet18.onnx",
@@ -160,6 +173,45 @@ TEST_F(HtmlReport, OpensInChromiumWithEverySection) {
     fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
     fs::copy_file(page, std::string(keep) + ".html", fs::copy_options::overwrite_existing);
   }
+}
+
+// The error trace's chart: one point per tensor in order, the jump red with a dashed line and
+// its name under the axis, +inf hollow at the top.
+TEST(HtmlTrace, ChartsEveryTensorAndMarksTheJump) {
+  testing::QdqBuilder b;
+  b.input("x", {1, 4});
+  b.node("Relu", "r", {b.qdq("x")}, {"y"});
+  b.output("y");
+  ModelEntry entry;
+  entry.label = entry.path = "m.onnx";
+  entry.model = &b.model;
+  ErrorTrace trace{"t.json", "a.onnx", "m.onnx", 10.0, {}};
+  const double inf = std::numeric_limits<double>::infinity();
+  trace.tensors = {{"x", "", inf, 1.0, -inf, false, false},
+                   {"x_dq", "", 35.0, 0.9999, 5.0, false, true},
+                   {"y<1>", "Relu", 4.0, 0.8, 31.0, true, false}};
+  HtmlOptions options;
+  options.trace = &trace;
+  const std::string html = html_report(std::span(&entry, 1), nullptr, options);
+  EXPECT_NE(html.find("<a href=\"#trace\">"), std::string::npos);
+  EXPECT_NE(html.find("<h2 id=\"trace\">Error along the graph</h2>"), std::string::npos);
+  EXPECT_NE(html.find("1 jump in red"), std::string::npos);
+  size_t circles = 0;
+  for (size_t at = html.find("<circle"); at != std::string::npos;
+       at = html.find("<circle", at + 1)) {
+    ++circles;
+  }
+  EXPECT_EQ(circles, 3u);
+  EXPECT_NE(html.find("fill=\"#fff\" stroke=\"#2e86c1\"><title>x: SQNR inf dB"),
+            std::string::npos);
+  EXPECT_NE(html.find("<title>y&lt;1&gt; (Relu): SQNR 4 dB, cosine 0.800000, drop 31 dB, error "
+                      "jumps here</title>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("class=\"jump\""), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#c0392b\">y&lt;1&gt;</text>"), std::string::npos);
+  EXPECT_NE(html.find("<td>x_dq (dq)</td>"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
 }
 
 // Without a drawing, the graph's text (e.g. its DOT) is shown escaped before the footer.

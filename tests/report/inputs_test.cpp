@@ -1,5 +1,8 @@
-// Readers of the report's optional inputs: sensitivity sweeps and evaluation results.
+// Readers of the report's optional inputs: sensitivity sweeps, evaluation results and error
+// traces.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "ptq/report.h"
 
@@ -52,6 +55,39 @@ TEST(Eval, ReadsTopLevelAndNestedNumbers) {
   auto none = parse_eval_json(R"({"model": "m.onnx"})", "e.json");
   ASSERT_FALSE(none.has_value());
   EXPECT_NE(none.status().message().find("e.json"), std::string::npos);
+}
+
+TEST(Trace, ReadsTensorsInFileOrderWithInfinitiesWrittenAsStrings) {
+  auto r = parse_trace_json(R"({"model_a": "a.onnx", "model_b": "b.onnx", "jump_db": 10,
+    "tensors": [{"name": "c1", "op_type": "Conv", "sqnr_db": "inf", "cosine": 1, "drop_db": "-inf"},
+                {"name": "r1", "sqnr_db": 12.5, "jump": true, "dequantized": true}]})",
+                            "t.json");
+  ASSERT_TRUE(r.has_value()) << r.status().message();
+  EXPECT_EQ(r->source, "t.json");
+  EXPECT_EQ(r->model_a, "a.onnx");
+  EXPECT_DOUBLE_EQ(r->jump_db, 10.0);
+  ASSERT_EQ(r->tensors.size(), 2u);
+  EXPECT_EQ(r->tensors[0].op_type, "Conv");
+  EXPECT_TRUE(std::isinf(r->tensors[0].sqnr_db) && r->tensors[0].sqnr_db > 0);
+  EXPECT_TRUE(std::isinf(r->tensors[0].drop_db) && r->tensors[0].drop_db < 0);
+  EXPECT_FALSE(r->tensors[0].jump);
+  EXPECT_EQ(r->tensors[1].name, "r1");
+  EXPECT_DOUBLE_EQ(r->tensors[1].sqnr_db, 12.5);
+  EXPECT_TRUE(std::isnan(r->tensors[1].cosine));
+  EXPECT_TRUE(r->tensors[1].jump && r->tensors[1].dequantized);
+}
+
+TEST(Trace, ErrorsNameTheFileAndTheTensor) {
+  auto none = parse_trace_json(R"({"outputs": []})", "t.json");
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.status().message().find("t.json: expected a \"tensors\" array"),
+            std::string::npos);
+  auto bad = parse_trace_json(R"({"tensors": [{"name": "a", "sqnr_db": 3}, {"name": "b",
+    "sqnr_db": "high"}]})", "t.json");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(bad.status().message().find("t.json: tensors[1]"), std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace

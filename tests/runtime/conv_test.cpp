@@ -153,7 +153,8 @@ TEST(Conv, ThreeDimensionalAgreesWithSlicedTwoDimensional) {
     ASSERT_EQ(y2[0].shape(), (ir::Shape{1, 4, 3, 7}));
     for (int64_t m = 0; m < 4; ++m) {
       for (int64_t i = 0; i < 21; ++i) {
-        EXPECT_NEAR(y3[0].data<float>()[(m * D + d) * 21 + i], y2[0].data<float>()[m * 21 + i], 1e-5);
+        EXPECT_NEAR(y3[0].data<float>()[(m * D + d) * 21 + i], y2[0].data<float>()[m * 21 + i],
+                    1e-5);
       }
     }
   }
@@ -177,7 +178,8 @@ TEST(Conv, BitIdenticalForAnyThreadCount) {
     auto one = run_kernel(conv_node(cc), 13, in.ptrs(), false, 1);
     for (int t : {2, 3}) {
       auto many = run_kernel(conv_node(cc), 13, in.ptrs(), false, t);
-      EXPECT_TRUE(bit_identical(one[0], many[0])) << ir::shape_str(in.w.shape()) << " threads " << t;
+      EXPECT_TRUE(bit_identical(one[0], many[0]))
+          << ir::shape_str(in.w.shape()) << " threads " << t;
     }
   }
 }

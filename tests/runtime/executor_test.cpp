@@ -18,9 +18,11 @@ using ir::DType;
 
 class FnKernel final : public Kernel {
  public:
-  using Fn = std::function<Status(std::span<const ir::Tensor* const>, std::span<ir::Tensor>, Allocator&)>;
+  using Fn =
+      std::function<Status(std::span<const ir::Tensor* const>, std::span<ir::Tensor>, Allocator&)>;
   explicit FnKernel(Fn fn) : fn_(std::move(fn)) {}
-  Status run(std::span<const ir::Tensor* const> in, std::span<ir::Tensor> out, Allocator& a) override {
+  Status run(std::span<const ir::Tensor* const> in, std::span<ir::Tensor> out,
+             Allocator& a) override {
     return fn_(in, out, a);
   }
 
@@ -307,8 +309,10 @@ TEST(Executor, BrokenGraphsFailNamingTheFault) {
     ASSERT_FALSE(exec.has_value()) << what;
     EXPECT_NE(exec.status().message().find(what), std::string::npos) << exec.status().message();
   };
-  fails_with(model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"x"}, {"a"})}, {"a"}), "two producers");
-  fails_with(model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"a"}, {"x"})}, {"a"}), "two producers");
+  fails_with(model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"x"}, {"a"})}, {"a"}),
+             "two producers");
+  fails_with(model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"a"}, {"x"})}, {"a"}),
+             "two producers");
   fails_with(model_with({node("Inc", {"b"}, {"a"}), node("Inc", {"a"}, {"b"})}, {"a"}), "cycle");
   fails_with(model_with({node("Inc", {"x"}, {"a"})}, {"z"}), "'z' is produced by no node");
 }
@@ -437,7 +441,8 @@ TEST(Executor, KernelErrorsNameTheNodeAndLeaveTheExecutorUsable) {
   for (int i = 0; i < 2; ++i) {
     auto r = exec->run(input_x(1));
     ASSERT_FALSE(r.has_value());
-    EXPECT_NE(r.status().message().find("Fail node 'Fail_b'"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("Fail node 'Fail_b'"), std::string::npos)
+        << r.status().message();
     EXPECT_NE(r.status().message().find("boom"), std::string::npos);
   }
 }

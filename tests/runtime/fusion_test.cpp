@@ -136,7 +136,8 @@ TEST(Fusion, ConvClipWithAttributeBounds) {
   std::mt19937 rng(3);
   ir::Model m = model({1, 2, 6, 6}, {"y"}, 10);
   add_conv(m, rng, "x", "c1", 2, 3, 3);
-  m.graph.nodes.push_back(op("Clip", {"c1"}, "a", {attr_float("min", -0.1f), attr_float("max", 0.2f)}));
+  m.graph.nodes.push_back(
+      op("Clip", {"c1"}, "a", {attr_float("min", -0.1f), attr_float("max", 0.2f)}));
   add_conv(m, rng, "a", "c2", 3, 3, 3);
   m.graph.nodes.push_back(op("Clip", {"c2"}, "y", {attr_float("max", 0.0f)}));
   check(m, input(rng, {1, 2, 6, 6}), 2);
@@ -348,7 +349,8 @@ fs::path test_data() {
 std::vector<std::string> calibration_like(const ir::Graph& g) {
   std::vector<std::string> want;
   for (const ir::Node& n : g.nodes) {
-    if (n.op_type == "Conv" || n.op_type == "Gemm" || n.op_type == "Add") want.push_back(n.inputs[0]);
+    if (n.op_type == "Conv" || n.op_type == "Gemm" || n.op_type == "Add")
+      want.push_back(n.inputs[0]);
     if (n.op_type == "Add") want.push_back(n.inputs[1]);
   }
   return want;

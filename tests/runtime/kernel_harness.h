@@ -29,10 +29,18 @@ class PoisonAllocator final : public Allocator {
 };
 
 // The kernel tests' names for ir/builders.h's attribute constructors.
-inline ir::Attribute attr_int(std::string name, int64_t v) { return ir::int_attr(std::move(name), v); }
-inline ir::Attribute attr_float(std::string name, float v) { return ir::float_attr(std::move(name), v); }
-inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) { return ir::ints_attr(std::move(name), std::move(v)); }
-inline ir::Attribute attr_string(std::string name, std::string v) { return ir::string_attr(std::move(name), std::move(v)); }
+inline ir::Attribute attr_int(std::string name, int64_t v) {
+  return ir::int_attr(std::move(name), v);
+}
+inline ir::Attribute attr_float(std::string name, float v) {
+  return ir::float_attr(std::move(name), v);
+}
+inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) {
+  return ir::ints_attr(std::move(name), std::move(v));
+}
+inline ir::Attribute attr_string(std::string name, std::string v) {
+  return ir::string_attr(std::move(name), std::move(v));
+}
 
 // A node with inputs "i0".."i{n-1}" ("" where `present` says omitted) and outputs "o0"...
 inline ir::Node make_node(std::string op, size_t inputs, size_t outputs,
@@ -47,11 +55,16 @@ inline ir::Node make_node(std::string op, size_t inputs, size_t outputs,
   return n;
 }
 
-// Runs `node` on `inputs` (null = omitted). Fails the test on an error and returns {}.
+// Runs `node` on `inputs` (null = omitted) with `isa`'s kernels. Fails the test on an error
+// and returns {}.
 inline std::vector<ir::Tensor> run_kernel(const ir::Node& node, int64_t opset,
                                           const std::vector<const ir::Tensor*>& inputs,
-                                          bool reference, int threads = 1) {
-  auto backend = make_cpu_backend(CpuBackendOptions{reference});
+                                          bool reference, int threads = 1,
+                                          CpuIsa isa = CpuIsa::kAuto) {
+  CpuBackendOptions options;
+  options.reference = reference;
+  options.isa = isa;
+  auto backend = make_cpu_backend(options);
   KernelContext ctx{node, opset, threads, nullptr, reference};
   auto kernel = backend->create_kernel(ctx);
   EXPECT_TRUE(kernel.has_value()) << kernel.status().message();

@@ -176,7 +176,8 @@ TEST(LayerNormalization, MatchesNaiveWithStatsOutputs) {
   mean /= 8.0;
   for (int j = 0; j < 8; ++j) var += std::pow(x.data<float>()[j] - mean, 2);
   EXPECT_NEAR(z[0].data<float>()[3],
-              (x.data<float>()[3] - mean) / std::sqrt(var / 8.0 + 1e-5) * s8.data<float>()[3], 1e-5);
+              (x.data<float>()[3] - mean) / std::sqrt(var / 8.0 + 1e-5) * s8.data<float>()[3],
+              1e-5);
 }
 
 TEST(InstanceNormalization, MatchesNaive) {
@@ -210,8 +211,9 @@ TEST(BatchNormalization, FastMatchesReferenceAndNaive) {
   const double want = s.data<float>()[2] * (x.data<float>()[at] - m.data<float>()[2]) /
                           std::sqrt(v.data<float>()[2] + 1e-3) + b.data<float>()[2];
   EXPECT_NEAR(fast[0].data<float>()[at], want, 1e-5);
-  const std::string e = kernel_error(
-      make_node("BatchNormalization", 5, 1, {attr_int("training_mode", 1)}), 15, {&x, &s, &b, &m, &v});
+  const std::string e =
+      kernel_error(make_node("BatchNormalization", 5, 1, {attr_int("training_mode", 1)}), 15,
+                   {&x, &s, &b, &m, &v});
   EXPECT_NE(e.find("training_mode"), std::string::npos) << e;
 }
 

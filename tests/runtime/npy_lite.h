@@ -22,7 +22,8 @@ inline Expected<ir::Tensor> read_npy(const std::filesystem::path& path) {
     return invalid_input("{}: not an .npy file", path.string());
   }
   const bool v1 = bytes[6] == 1;
-  size_t hlen = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+  size_t hlen =
+      static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
   size_t start = 10;
   if (!v1) {
     uint32_t l = 0;
@@ -44,7 +45,8 @@ inline Expected<ir::Tensor> read_npy(const std::filesystem::path& path) {
   for (const auto& [d, t] : types) {
     if (descr == d) dtype = t;
   }
-  if (dtype == ir::DType::kUndefined) return invalid_input("{}: dtype {} not supported", path.string(), descr);
+  if (dtype == ir::DType::kUndefined)
+    return invalid_input("{}: dtype {} not supported", path.string(), descr);
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
     return invalid_input("{}: no shape", path.string());
   }
@@ -55,7 +57,8 @@ inline Expected<ir::Tensor> read_npy(const std::filesystem::path& path) {
     if (d.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(d));
   }
   ir::Tensor t(dtype, shape);
-  if (bytes.size() < start + hlen + t.nbytes()) return invalid_input("{}: truncated", path.string());
+  if (bytes.size() < start + hlen + t.nbytes())
+    return invalid_input("{}: truncated", path.string());
   std::memcpy(t.raw(), bytes.data() + start + hlen, t.nbytes());
   return t;
 }

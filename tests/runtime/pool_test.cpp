@@ -18,8 +18,9 @@ TEST(Pool, FastMatchesReferenceOnRandomShapes) {
         d{is_max ? pick(1, 2) : 1, is_max ? pick(1, 2) : 1};
     std::vector<int64_t> pads(4);
     for (size_t j = 0; j < 4; ++j) pads[j] = pick(0, k[j % 2] - 1);
-    const ir::Tensor x = random_tensor(rng, {pick(1, 2), pick(1, 3), pick(1, 12) + (k[0] - 1) * d[0],
-                                             pick(1, 12) + (k[1] - 1) * d[1]});
+    const ir::Tensor x = random_tensor(
+        rng,
+        {pick(1, 2), pick(1, 3), pick(1, 12) + (k[0] - 1) * d[0], pick(1, 12) + (k[1] - 1) * d[1]});
     std::vector<ir::Attribute> attrs{attr_ints("kernel_shape", k), attr_ints("strides", s),
                                      attr_int("ceil_mode", pick(0, 1)),
                                      attr_int("count_include_pad", pick(0, 1))};
@@ -107,7 +108,8 @@ TEST(MaxPool, IndicesRowAndColumnMajor) {
   }
   // Indices count the batch and channel offset too.
   const ir::Tensor x2 = iota({2, 1, 2, 2});
-  auto y = run_kernel(make_node("MaxPool", 1, 2, {attr_ints("kernel_shape", {2, 2})}), 12, {&x2}, false);
+  auto y =
+      run_kernel(make_node("MaxPool", 1, 2, {attr_ints("kernel_shape", {2, 2})}), 12, {&x2}, false);
   EXPECT_EQ(y[1].data<int64_t>()[0], 3);
   EXPECT_EQ(y[1].data<int64_t>()[1], 7);
 }

@@ -10,7 +10,8 @@ namespace ptq::runtime::testing {
 namespace {
 
 TEST(QuantizeLinear, RoundsHalfToEvenAndSaturates) {
-  const ir::Tensor x = ir::make_tensor<float>({8}, {0.5f, 1.5f, 2.5f, -2.5f, -0.5f, 1000.f, -1000.f, 0.26f});
+  const ir::Tensor x =
+      ir::make_tensor<float>({8}, {0.5f, 1.5f, 2.5f, -2.5f, -0.5f, 1000.f, -1000.f, 0.26f});
   const ir::Tensor scale = ir::make_tensor<float>({}, {0.5f});
   const ir::Tensor zp = ir::make_tensor<int8_t>({}, {1});
   auto y = run_kernel(make_node("QuantizeLinear", 3, 1), 13, {&x, &scale, &zp}, false);
@@ -52,7 +53,8 @@ TEST(QuantizeLinear, RunsMatchTheReferenceLoops) {
       const ir::Tensor& z = per_axis ? axis_zp : tensor_zp;
       const ir::Node q = make_node("QuantizeLinear", 3, 1, {attr_int("axis", 1)});
       const ir::Node dq = make_node("DequantizeLinear", 3, 1, {attr_int("axis", 1)});
-      const std::string what = fmt::format("{} {}", ir::dtype_name(z.dtype()), per_axis ? "axis" : "tensor");
+      const std::string what =
+          fmt::format("{} {}", ir::dtype_name(z.dtype()), per_axis ? "axis" : "tensor");
       auto ref = run_kernel(q, 21, {&x, &s, &z}, true);
       auto ref_back = run_kernel(dq, 21, {&ref[0], &s, &z}, true);
       for (int threads : {1, 3}) {
@@ -93,11 +95,13 @@ TEST(QuantizeLinear, Int16AndBlockedAtOpset21) {
   // Blocks of 4 along axis 1: scale [2, 2].
   const ir::Tensor scale = ir::make_tensor<float>({2, 2}, {0.001f, 0.002f, 0.003f, 0.004f});
   const ir::Tensor zp = ir::make_tensor<int16_t>({2, 2}, {0, 10, -10, 5});
-  auto q = run_kernel(make_node("QuantizeLinear", 3, 1, {attr_int("axis", 1), attr_int("block_size", 4)}),
-                      21, {&x, &scale, &zp}, false);
+  auto q = run_kernel(
+      make_node("QuantizeLinear", 3, 1, {attr_int("axis", 1), attr_int("block_size", 4)}), 21,
+      {&x, &scale, &zp}, false);
   ASSERT_EQ(q[0].dtype(), ir::DType::kInt16);
-  auto dq = run_kernel(make_node("DequantizeLinear", 3, 1, {attr_int("axis", 1), attr_int("block_size", 4)}),
-                       21, {&q[0], &scale, &zp}, false);
+  auto dq = run_kernel(
+      make_node("DequantizeLinear", 3, 1, {attr_int("axis", 1), attr_int("block_size", 4)}), 21,
+      {&q[0], &scale, &zp}, false);
   for (int64_t r = 0; r < 2; ++r) {
     for (int64_t c = 0; c < 6; ++c) {
       const int64_t k = r * 2 + c / 4;
@@ -110,7 +114,8 @@ TEST(QuantizeLinear, Int16AndBlockedAtOpset21) {
   }
   // output_dtype without a zero point picks the type.
   const ir::Tensor s1 = ir::make_tensor<float>({}, {0.1f});
-  auto u16 = run_kernel(make_node("QuantizeLinear", 2, 1, {attr_int("output_dtype", 4)}), 21, {&x, &s1}, false);
+  auto u16 = run_kernel(make_node("QuantizeLinear", 2, 1, {attr_int("output_dtype", 4)}), 21,
+                        {&x, &s1}, false);
   EXPECT_EQ(u16[0].dtype(), ir::DType::kUInt16);
 }
 

@@ -43,7 +43,8 @@ int shell(const std::string& cmd, std::string& output) {
 std::pair<std::string, size_t> npy_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t hlen = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+  const size_t hlen =
+      static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
   return {std::move(bytes), hlen};
 }
 
@@ -60,7 +61,8 @@ void write_first(const fs::path& from, const fs::path& to, int64_t n) {
   header = fmt::format("{}{}\n", header.substr(0, header.size() - 1), std::string(pad, ' '));
   std::ofstream out(to, std::ios::binary);
   out.write(bytes.data(), 8);
-  const char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  const char len[2] = {static_cast<char>(header.size() & 0xff),
+                       static_cast<char>(header.size() >> 8)};
   out.write(len, 2);
   out << header;
   out.write(bytes.data() + 10 + hlen, static_cast<std::streamsize>(per * n));
@@ -76,9 +78,10 @@ TEST(RunCommand, WritesStackedOutputsEqualToTheExecutor) {
   fs::create_directories(work);
   write_first(test_data() / "models" / "resnet18.samples.npy", work / "five.npy", 5);
   std::string out;
-  const int rc = shell(fmt::format("'{}' run '{}' --data '{}' --batch 2 --threads 2 -o '{}'", ptq.string(),
-                                   model.string(), (work / "five.npy").string(), (work / "out").string()),
-                       out);
+  const int rc =
+      shell(fmt::format("'{}' run '{}' --data '{}' --batch 2 --threads 2 -o '{}'", ptq.string(),
+                        model.string(), (work / "five.npy").string(), (work / "out").string()),
+            out);
   ASSERT_EQ(rc, 0) << out;
   auto got = read_npy(work / "out" / "output.npy");
   ASSERT_TRUE(got.has_value()) << got.status().message();
@@ -108,8 +111,8 @@ TEST(RunCommand, BadInputIsOneLineAndExitCode3) {
   // Samples of the transformer (shape [16, 64]) do not fit ResNet's [3, 224, 224] input.
   const fs::path wrong = test_data() / "models" / "transformer.samples.npy";
   std::string out;
-  const int rc = shell(fmt::format("'{}' run '{}' --data '{}' -o '{}'", ptq.string(), model.string(),
-                                   wrong.string(), (work / "out").string()),
+  const int rc = shell(fmt::format("'{}' run '{}' --data '{}' -o '{}'", ptq.string(),
+                                   model.string(), wrong.string(), (work / "out").string()),
                        out);
   EXPECT_EQ(rc, 3) << out;
   EXPECT_EQ(out.rfind("ptq: error: ", 0), 0u) << out;

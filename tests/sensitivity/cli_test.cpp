@@ -54,9 +54,10 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
   const std::string report = (dir_ / "r.json").string();
   const std::string html = (dir_ / "r.html").string();
   const std::string partial = (dir_ / "p.onnx").string();
-  auto r = run_ptq({"sensitivity", model_, "--cache", cache, "--eval", test_, "--eval-samples", "300",
-                    "--labels", labels_, "--metric", "top1", "--target-drop", "0.002", "-o", report,
-                    "--html", html, "--write", partial});
+  auto r = run_ptq({"sensitivity",    model_,  "--cache",  cache,   "--eval",   test_,
+                    "--eval-samples", "300",   "--labels", labels_, "--metric", "top1",
+                    "--target-drop",  "0.002", "-o",       report,  "--html",   html,
+                    "--write",        partial});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(slurp(report));
   EXPECT_EQ(j["metric"], "top1");
@@ -65,9 +66,11 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
   // accuracy is the float model's (ptq eval).
   EXPECT_EQ(j["float_pass_batches"], 0);
   EXPECT_EQ(j["batches"], 19);
-  auto fe = run_ptq({"eval", model_, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
+  auto fe =
+      run_ptq({"eval", model_, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
   ASSERT_EQ(fe.exit_code, 0) << fe.err;
-  EXPECT_DOUBLE_EQ(nlohmann::json::parse(fe.out)["top1"].get<double>(), j["float_metric"].get<double>());
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(fe.out)["top1"].get<double>(),
+                   j["float_metric"].get<double>());
 
   // Every unit of the planner appears once.
   auto model = ptq::onnx::load_model(model_);
@@ -92,7 +95,8 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
   EXPECT_EQ(sel["trail"].size(), sel["float_set"].size() + 1);
 
   // The written model's accuracy (ptq eval) equals the report's final metric.
-  auto e = run_ptq({"eval", partial, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
+  auto e = run_ptq(
+      {"eval", partial, "--data", test_, "--samples", "300", "--labels", labels_, "--json"});
   ASSERT_EQ(e.exit_code, 0) << e.err;
   const auto ej = nlohmann::json::parse(e.out);
   EXPECT_DOUBLE_EQ(ej["top1"].get<double>(), final_metric);
@@ -108,9 +112,9 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
 
 TEST_F(SensitivityCli, AllButModeAndUsageErrors) {
   const std::string report = (dir_ / "r.json").string();
-  auto r = run_ptq({"sensitivity", model_, "--data", calib_, "--samples", "64", "--method", "minmax",
-                    "--eval", test_, "--eval-samples", "64", "--metric", "sqnr", "--mode", "all-but",
-                    "-o", report, "--quiet"});
+  auto r = run_ptq({"sensitivity", model_, "--data", calib_, "--samples", "64", "--method",
+                    "minmax", "--eval", test_, "--eval-samples", "64", "--metric", "sqnr", "--mode",
+                    "all-but", "-o", report, "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(slurp(report));
   EXPECT_EQ(j["mode"], "all-but");
@@ -143,9 +147,12 @@ TEST_F(SensitivityCli, PlansWithTheEvalShapes) {
   ASSERT_TRUE(ptq::onnx::save_model(ptq::sensitivity::testing::outlier_model(), model).is_ok());
   std::mt19937 gen(3);
   const std::string eval = (dir_ / "eval.npy").string();
-  ASSERT_TRUE(ptq::data::save_npy(eval, ptq::sensitivity::testing::random_tensor({4, 16, 8, 8}, 1.0, gen)).is_ok());
+  ASSERT_TRUE(
+      ptq::data::save_npy(eval, ptq::sensitivity::testing::random_tensor({4, 16, 8, 8}, 1.0, gen))
+          .is_ok());
   const std::string cache = (dir_ / "c.json").string();
-  auto c = run_ptq({"calibrate", model, "--data", eval, "--method", "minmax", "-o", cache, "--quiet"});
+  auto c =
+      run_ptq({"calibrate", model, "--data", eval, "--method", "minmax", "-o", cache, "--quiet"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   auto units_at = [&](const std::string& batch) {
     const std::string report = (dir_ / ("r" + batch + ".json")).string();
@@ -212,6 +219,36 @@ TEST_F(SensitivityCli, PercentileIsTheMethodsParameter) {
   auto help = run_ptq({"sensitivity", "--help"});
   EXPECT_NE(help.out.find("--percentile"), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("entropy, minmax, mse or percentile"), std::string::npos) << help.out;
+}
+
+// The partial model --write gives is, byte for byte, the one `ptq quantize` writes from the same
+// cache with the float set excluded: the same options (here taken from the cache a
+// `quantize --per-tensor-weights --bias-correction` run wrote) through one definition.
+TEST_F(SensitivityCli, WrittenModelIsWhatQuantizeWrites) {
+  ::setenv("SOURCE_DATE_EPOCH", "1714564800", 1);
+  const std::string cache = (dir_ / "c.json").string();
+  auto q = run_ptq({"quantize", model_, "--data", calib_, "--samples", "32", "--method", "minmax",
+                    "--per-tensor-weights", "--bias-correction", "-o",
+                    (dir_ / "full.onnx").string(), "--cache-out", cache, "--quiet"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const std::string report = (dir_ / "r.json").string();
+  const std::string partial = (dir_ / "p.onnx").string();
+  auto r = run_ptq({"sensitivity", model_, "--cache", cache, "--eval", test_, "--eval-samples",
+                    "32", "--metric", "sqnr", "--target-drop", "200", "--max-float-layers", "2",
+                    "-o", report, "--write", partial, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(report));
+  std::string float_set;
+  for (const auto& name : j["selection"]["float_set"]) {
+    float_set += (float_set.empty() ? "" : ",") + name.get<std::string>();
+  }
+  ASSERT_FALSE(float_set.empty());
+  const std::string quantized = (dir_ / "q.onnx").string();
+  // The other options come from the cache, as for the sweep.
+  auto e = run_ptq({"quantize", model_, "--cache", cache, "--exclude", float_set, "-o", quantized,
+                    "--quiet"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(slurp(partial), slurp(quantized)) << "float set " << float_set;
 }
 
 }  // namespace

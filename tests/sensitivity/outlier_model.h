@@ -19,7 +19,8 @@ inline ir::Tensor random_tensor(ir::Shape shape, double stddev, std::mt19937& ge
   return t;
 }
 
-inline ir::Node node(std::string name, std::string op, std::vector<std::string> in, std::string out) {
+inline ir::Node node(std::string name, std::string op, std::vector<std::string> in,
+                     std::string out) {
   ir::Node n;
   n.name = std::move(name);
   n.op_type = std::move(op);
@@ -45,9 +46,13 @@ inline ir::Model outlier_model() {
   m.set_opset("", 13);
   ir::Graph& g = m.graph;
   g.name = "outlier";
-  ir::TypeInfo in_type{ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)}, ""};
+  ir::TypeInfo in_type{
+      ir::DType::kFloat32,
+      std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)},
+      ""};
   g.inputs.push_back({"x", in_type, ""});
-  ir::TypeInfo out_type{ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(10)}, ""};
+  ir::TypeInfo out_type{ir::DType::kFloat32,
+                        std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(10)}, ""};
   g.outputs.push_back({"y", out_type, ""});
   const double s = std::sqrt(2.0 / (16 * 9));
   for (const char* c : {"convA", "convB", "convC"}) {

@@ -103,7 +103,8 @@ bool sorted(const ir::Graph& g) {
   return true;
 }
 
-runtime::NamedTensors run_model(const ir::Model& m, runtime::Backend& backend, const ir::Tensor& x) {
+runtime::NamedTensors run_model(const ir::Model& m, runtime::Backend& backend,
+                                const ir::Tensor& x) {
   auto exec = runtime::Executor::create(m, backend);
   EXPECT_TRUE(exec) << exec.status().message();
   auto out = (*exec)->run({{"x", x.view()}});
@@ -142,7 +143,8 @@ TEST(Rewire, OnlyVariantIsTheFloatModelWithTheQuantizedModelsValues) {
     ASSERT_TRUE(added) << u.name;
     std::vector<std::string> want, got;
     for (const planner::QuantEdge& e : full->edges) {
-      if (std::find(e.units.begin(), e.units.end(), u.name) != e.units.end()) want.push_back(e.tensor);
+      if (std::find(e.units.begin(), e.units.end(), u.name) != e.units.end())
+        want.push_back(e.tensor);
     }
     for (const planner::QuantEdge* e : *added) got.push_back(e->tensor);
     EXPECT_EQ(got, want) << u.name;
@@ -179,7 +181,8 @@ std::vector<std::string> describe(const Cut& c) {
   for (const std::string& b : c.boundary) v.push_back("boundary " + b);
   std::vector<std::string> inits;
   for (const ir::Initializer& i : c.sub.graph.initializers()) {
-    inits.push_back("init " + i.name + " @" + std::to_string(reinterpret_cast<uintptr_t>(i.tensor.raw())));
+    inits.push_back("init " + i.name + " @" +
+                    std::to_string(reinterpret_cast<uintptr_t>(i.tensor.raw())));
   }
   std::sort(inits.begin(), inits.end());
   v.insert(v.end(), inits.begin(), inits.end());
@@ -231,7 +234,8 @@ TEST(Rewire, CutOfARewiringIsTheCutOfItsVariant) {
       ASSERT_TRUE(added) << u.name;
       const auto only = rewiring_adding(m, float_index, quantized, quantized_index, m, *added);
       ASSERT_TRUE(only) << u.name;
-      for (auto [cuts, r] : {std::pair{&quantized_cuts, &*all_but}, std::pair{&float_cuts, &*only}}) {
+      for (auto [cuts, r] :
+           {std::pair{&quantized_cuts, &*all_but}, std::pair{&float_cuts, &*only}}) {
         const ir::Model variant = rewired(cuts->base(), *r);
         auto direct = cuts->cut(*r);
         auto made = cuts->cut(variant);
@@ -261,7 +265,8 @@ TEST(Rewire, FoldedBatchNormIsNotRewired) {
   for (ir::Node& n : g.nodes) {
     if (n.name == "reluA") n.inputs = {"a_bn"};
   }
-  ir::Node bn = node("bn", "BatchNormalization", {"a", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, "a_bn");
+  ir::Node bn =
+      node("bn", "BatchNormalization", {"a", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, "a_bn");
   g.nodes.insert(g.nodes.begin() + 1, bn);
   const auto table = table_for(m);
   const planner::Plan base_plan = plan_skipping(m, table, {});

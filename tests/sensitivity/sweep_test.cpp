@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/thread_ranks.h"
 #include "cut.h"
 #include "ptq/calibration.h"
 #include "ptq/data.h"
@@ -83,8 +84,43 @@ TEST_F(SweepTest, OutlierLayerRanksFirstInBothModes) {
     for (Mode mode : {Mode::kOnly, Mode::kAllBut}) {
       SweepResult r = run(ev, mode, true);
       ASSERT_GE(r.layers.size(), 4u);
-      EXPECT_EQ(r.layers.front().name, "convB")
-          << metric_name(metric) << " " << mode_name(mode) << ": first is " << r.layers.front().name;
+      EXPECT_EQ(r.layers.front().name, "convB") << metric_name(metric) << " " << mode_name(mode)
+                                                << ": first is " << r.layers.front().name;
+    }
+  }
+}
+
+// Over ranks (threads standing for MPI ranks), rank 0's result is one process's: the variants
+// are dealt to the ranks, each scores its own, rank 0 gathers.
+TEST_F(SweepTest, RanksGiveOneProcessesResult) {
+  for (Mode mode : {Mode::kOnly, Mode::kAllBut}) {
+    Evaluator ev = evaluator(Metric::kSqnr);
+    const SweepResult one = run(ev, mode, true);
+    for (int ranks : {2, 3}) {
+      std::vector<Expected<SweepResult>> out(static_cast<size_t>(ranks), SweepResult{});
+      ptq::testing::ThreadRanks group(ranks);
+      group.run([&](dist::Communicator& comm) {
+        auto mine = Evaluator::create(model_, *backend_, *data_, nullptr,
+                                      {.metric = Metric::kSqnr, .threads = 1});
+        SweepOptions o;
+        o.mode = mode;
+        o.parallel = 1;
+        o.comm = &comm;
+        out[static_cast<size_t>(comm.rank())] =
+            mine ? sweep(table_, *mine, o) : Expected<SweepResult>(mine.status());
+      });
+      ASSERT_TRUE(out[0]) << out[0].status().message();
+      const SweepResult& r = *out[0];
+      EXPECT_EQ(r.float_score.value, one.float_score.value);
+      EXPECT_EQ(r.quantized_score.value, one.quantized_score.value);
+      ASSERT_EQ(r.layers.size(), one.layers.size());
+      for (size_t i = 0; i < r.layers.size(); ++i) {
+        EXPECT_EQ(r.layers[i].name, one.layers[i].name) << mode_name(mode) << " " << ranks;
+        EXPECT_EQ(r.layers[i].score.value, one.layers[i].score.value) << r.layers[i].name;
+        EXPECT_EQ(r.layers[i].score.per_output, one.layers[i].score.per_output);
+        EXPECT_EQ(r.layers[i].subgraph_nodes, one.layers[i].subgraph_nodes);
+      }
+      for (size_t k = 1; k < out.size(); ++k) EXPECT_TRUE(out[k]) << out[k].status().message();
     }
   }
 }
@@ -138,7 +174,8 @@ TEST_F(SweepTest, BaseOverlapNeverChangesScores) {
         for (size_t i = 0; i < want.layers.size(); ++i) {
           EXPECT_EQ(want.layers[i].name, got.layers[i].name);
           EXPECT_EQ(want.layers[i].score.value, got.layers[i].score.value)
-              << mode_name(mode) << " workers " << workers << " overlap " << static_cast<int>(overlap);
+              << mode_name(mode) << " workers " << workers << " overlap "
+              << static_cast<int>(overlap);
         }
         EXPECT_EQ(want.quantized_score.value, got.quantized_score.value);
       }
@@ -157,10 +194,12 @@ TEST_F(SweepTest, OnlySweepCompletesAPartialReference) {
   ASSERT_EQ(full.num_batches(), 3);
   EXPECT_EQ(full.float_pass_batches(), 3);
   for (auto [workers, overlap, first] :
-       {std::tuple{1, Overlap::kOff, 1}, std::tuple{2, Overlap::kOn, 1}, std::tuple{1, Overlap::kOff, 0},
-        std::tuple{2, Overlap::kOn, 0}, std::tuple{0, Overlap::kAuto, 0}}) {
-    auto partial = Evaluator::create(model_, *backend_, *data_, nullptr,
-                                     {.metric = Metric::kSqnr, .threads = 2, .reference_batches = first});
+       {std::tuple{1, Overlap::kOff, 1}, std::tuple{2, Overlap::kOn, 1},
+        std::tuple{1, Overlap::kOff, 0}, std::tuple{2, Overlap::kOn, 0},
+        std::tuple{0, Overlap::kAuto, 0}}) {
+    auto partial =
+        Evaluator::create(model_, *backend_, *data_, nullptr,
+                          {.metric = Metric::kSqnr, .threads = 2, .reference_batches = first});
     ASSERT_TRUE(partial) << partial.status().message();
     EXPECT_EQ(partial->float_pass_batches(), first);
     EXPECT_EQ(partial->has_reference(0), first == 1);
@@ -318,7 +357,8 @@ TEST(MakeCut, RecomputesShapeValues) {
   g.nodes.resize(3);  // convA, reluA, convB
   g.nodes.push_back(t::node("shape", "Shape", {"ar"}, "s"));
   g.nodes.push_back(t::node("reshape", "Reshape", {"b", "s"}, "y"));
-  g.outputs.front().type.dims = std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)};
+  g.outputs.front().type.dims =
+      std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)};
   for (const char* name : {"convC.w", "convC.b", "fc.w", "fc.b"}) g.remove_initializer(name);
 
   const fs::path dir = fs::temp_directory_path() / ("ptq_sens_cut_" + std::to_string(::getpid()));
@@ -371,7 +411,8 @@ TEST(MakeCut, RecomputesShapeValues) {
   twice.graph.nodes.push_back(twice.graph.nodes.back());
   auto bad = make_cut(m, twice);
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.status().message().find("two producers"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("two producers"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(SensitivityNames, ParseAndRoundTrip) {

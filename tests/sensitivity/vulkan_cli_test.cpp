@@ -34,7 +34,8 @@ class SensitivityVulkanCli : public ::testing::Test {
  protected:
   void SetUp() override {
     auto devices = run_ptq({"info", "--devices"});
-    if (devices.exit_code != 0) FAIL() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe): " << devices.err;
+    if (devices.exit_code != 0)
+      FAIL() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe): " << devices.err;
     dir_ = fs::temp_directory_path() / ("ptq_sens_vk_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     model_ = (dir_ / "outlier.onnx").string();
@@ -42,8 +43,11 @@ class SensitivityVulkanCli : public ::testing::Test {
     cache_ = (dir_ / "c.json").string();
     ASSERT_TRUE(ptq::onnx::save_model(ptq::sensitivity::testing::outlier_model(), model_).is_ok());
     std::mt19937 gen(11);
-    ASSERT_TRUE(ptq::data::save_npy(data_, ptq::sensitivity::testing::random_tensor({16, 16, 8, 8}, 1.0, gen)).is_ok());
-    auto c = run_ptq({"calibrate", model_, "--data", data_, "--method", "minmax", "-o", cache_, "--quiet"});
+    ASSERT_TRUE(ptq::data::save_npy(
+                    data_, ptq::sensitivity::testing::random_tensor({16, 16, 8, 8}, 1.0, gen))
+                    .is_ok());
+    auto c = run_ptq(
+        {"calibrate", model_, "--data", data_, "--method", "minmax", "-o", cache_, "--quiet"});
     ASSERT_EQ(c.exit_code, 0) << c.err;
   }
   void TearDown() override {

@@ -16,7 +16,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -149,7 +151,8 @@ TEST_F(VulkanCli, CalibrateAgreesWithCpu) {
     ASSERT_EQ(v->histogram.size(), c.histogram.size()) << name;
     int64_t moved = 0;
     for (size_t b = 0; b < c.histogram.size(); ++b) {
-      moved += std::llabs(static_cast<int64_t>(v->histogram[b]) - static_cast<int64_t>(c.histogram[b]));
+      moved +=
+          std::llabs(static_cast<int64_t>(v->histogram[b]) - static_cast<int64_t>(c.histogram[b]));
     }
     EXPECT_LE(static_cast<double>(moved), 2e-3 * static_cast<double>(c.count)) << name;
     const calib::HistogramView cv{c.hist_max, c.histogram}, vv{v->hist_max, v->histogram};
@@ -186,7 +189,8 @@ TEST_F(VulkanCli, QuantizeAndEvalAgreeWithCpu) {
                       "--method", "minmax", "--backend", backend, "-o", out, "--quiet"});
     ASSERT_EQ(q.exit_code, 0) << backend << ": " << q.err;
     scales[backend] = scales_of(out);
-    for (const auto& [model, top1] : {std::pair{example_model(), &top1_fp32}, std::pair{out, &top1_int8}}) {
+    for (const auto& [model, top1] :
+         {std::pair{example_model(), &top1_fp32}, std::pair{out, &top1_int8}}) {
       auto e = run_ptq({"eval", model, "--data", test_npy(), "--labels", test_labels(), "--samples",
                         "150", "--batch", "50", "--backend", backend, "--json"});
       ASSERT_EQ(e.exit_code, 0) << backend << ": " << e.err;
@@ -237,7 +241,10 @@ ir::Model tile_model() {
   ir::Model m;
   m.set_opset("", 13);
   ir::Graph& g = m.graph;
-  g.inputs.push_back({"x", {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("batch"), ir::Dim::of(4)}, {}}, {}});
+  g.inputs.push_back(
+      {"x",
+       {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("batch"), ir::Dim::of(4)}, {}},
+       {}});
   g.outputs.push_back({"y", {ir::DType::kFloat32, {}, {}}, {}});
   const std::vector<int64_t> repeats = {1, 2};
   g.set_initializer("repeats", ir::make_tensor<int64_t>({2}, std::span<const int64_t>(repeats)));
@@ -259,17 +266,23 @@ TEST_F(VulkanCli, StrictRefusesCpuFallback) {
   Scratch dir;
   ASSERT_TRUE(onnx::save_model(tile_model(), dir / "tile.onnx").is_ok());
   const std::vector<float> xs = {-1, 2, -3, 4, 5, -6, 7, -8, 0.5f, 0.25f, -0.125f, 1};
-  ASSERT_TRUE(data::save_npy(dir / "x.npy", ir::make_tensor<float>({3, 4}, std::span<const float>(xs))).is_ok());
+  ASSERT_TRUE(
+      data::save_npy(dir / "x.npy", ir::make_tensor<float>({3, 4}, std::span<const float>(xs)))
+          .is_ok());
 
   // Without --strict: Tile runs on the CPU, the run says so once, and the result is right.
-  auto r = run_ptq({"run", dir / "tile.onnx", "--data", dir / "x.npy", "--backend", "vulkan", "-o", dir / "out"});
+  auto r = run_ptq({"run", dir / "tile.onnx", "--data", dir / "x.npy", "--backend", "vulkan", "-o",
+                    dir / "out"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("ptq: note: vulkan: 1 node(s) run on the CPU: Tile node 'tile'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ptq: note: vulkan: 1 node(s) run on the CPU: Tile node 'tile'"),
+            std::string::npos)
+      << r.err;
   const ir::Tensor y = load(dir / "out/y.npy");
   ASSERT_EQ(y.shape(), (ir::Shape{3, 8}));
   for (int64_t i = 0; i < 3; ++i) {
     for (int64_t j = 0; j < 8; ++j) {
-      EXPECT_EQ(y.as_double(i * 8 + j), std::max(0.0, static_cast<double>(xs[static_cast<size_t>(i * 4 + j % 4)])));
+      EXPECT_EQ(y.as_double(i * 8 + j),
+                std::max(0.0, static_cast<double>(xs[static_cast<size_t>(i * 4 + j % 4)])));
     }
   }
   // --quiet silences the note.
@@ -315,11 +328,42 @@ TEST_F(VulkanCli, MissingDeviceIsOneLineAndExit3) {
     args.insert(args.end(), {"--backend", "vulkan", "--device", "7"});
     auto r = run_ptq(args);
     EXPECT_EQ(r.exit_code, 3) << args[0] << ": " << r.err;
-    EXPECT_TRUE(r.err.starts_with("ptq: error: vulkan: no device 7 (there are ")) << args[0] << ": " << r.err;
+    EXPECT_TRUE(r.err.starts_with("ptq: error: vulkan: no device 7 (there are "))
+        << args[0] << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args[0] << ": " << r.err;
   }
   EXPECT_FALSE(fs::exists(cache));
   EXPECT_FALSE(fs::exists(dir / "q.onnx"));
+}
+
+// --device as a list: a calibration worker per listed device. Two on one device (lavapipe is
+// the only one here) give the cache one gives, byte for byte; a list naming a missing device
+// fails as a single missing device does; a list is for --backend vulkan.
+TEST_F(VulkanCli, DeviceListCalibratesAsOneDevice) {
+  Scratch dir;
+  ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);  // the caches' date
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  for (const std::string list : {"0", "0,0"}) {
+    auto r = run_ptq({"calibrate", example_model(), "--data", calib_npy(), "--samples", "48",
+                      "--batch", "8", "--backend", "vulkan", "--device", list, "-o",
+                      dir / ("c" + list + ".json"), "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << list << ": " << r.err;
+  }
+  EXPECT_EQ(slurp(dir / "c0,0.json"), slurp(dir / "c0.json"));
+  const std::string bad = dir / "bad.json";
+  auto r = run_ptq({"calibrate", example_model(), "--data", calib_npy(), "--backend", "vulkan",
+                    "--device", "0,7", "-o", bad});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(r.err.starts_with("ptq: error: vulkan: no device 7 (there are ")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(bad));
+  r = run_ptq({"calibrate", example_model(), "--data", calib_npy(), "--device", "0,1", "-o", bad});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
 }  // namespace

@@ -29,7 +29,9 @@ std::filesystem::path model_path(const std::string& name) {
 // Every real input and node output as the CPU executor produced it.
 class Everything final : public runtime::Observer {
  public:
-  std::vector<std::string> wanted(const ir::Graph& graph) override { return vulkan::every_value_name(graph); }
+  std::vector<std::string> wanted(const ir::Graph& graph) override {
+    return vulkan::every_value_name(graph);
+  }
   Status observe(const runtime::ObservedTensor& t) override {
     seen[t.name] = {t.dtype, t.shape};
     if (t.host == nullptr || t.dtype == ir::DType::kString) return Status::ok();
@@ -80,7 +82,8 @@ void expect_same_facts(const std::string& name, int64_t batch) {
     auto t = truth.values.find(value);
     ASSERT_NE(t, truth.values.end()) << name << ": folded " << value << " not seen on the CPU";
     ASSERT_EQ(tensor.nbytes(), t->second.nbytes()) << value;
-    EXPECT_EQ(std::memcmp(tensor.raw(), t->second.raw(), tensor.nbytes()), 0) << name << " " << value;
+    EXPECT_EQ(std::memcmp(tensor.raw(), t->second.raw(), tensor.nbytes()), 0)
+        << name << " " << value;
   }
 }
 
@@ -95,7 +98,8 @@ TEST(DeclaredShapes, TransformerMatchesCpuRun) {
 }
 
 // Relu then a custom-domain op: the custom op's output has no declared type and no CPU kernel
-// to run it on stand-ins, so nothing is settled; a fed shape that contradicts a fixed declared dim is not settled either.
+// to run it on stand-ins, so nothing is settled; a fed shape that contradicts a fixed declared dim
+// is not settled either.
 TEST(DeclaredShapes, UnsettledTypesAreReportedNotGuessed) {
   ir::Model m;
   m.opset_imports = {{"", 13}, {"com.example", 1}};
@@ -115,18 +119,21 @@ TEST(DeclaredShapes, UnsettledTypesAreReportedNotGuessed) {
   auto cpu = runtime::make_cpu_backend();
   std::mt19937 rng(3);
   std::string why;
-  auto custom = declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 4})}}, *statics, *cpu, why);
+  auto custom =
+      declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 4})}}, *statics, *cpu, why);
   ASSERT_TRUE(custom.has_value());
   EXPECT_FALSE(custom->has_value());
   EXPECT_NE(why.find("'custom'"), std::string::npos) << why;
 
   m.graph.nodes.pop_back();
   m.graph.outputs = {{"r", {}, {}}};
-  auto settled = declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 4})}}, *statics, *cpu, why);
+  auto settled =
+      declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 4})}}, *statics, *cpu, why);
   ASSERT_TRUE(settled.has_value());
   ASSERT_TRUE(settled->has_value()) << why;
   EXPECT_EQ((**settled).facts.at("r").shape, (ir::Shape{2, 4}));
-  auto wrong = declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 5})}}, *statics, *cpu, why);
+  auto wrong =
+      declared_shape_facts(m.graph, 13, {{"x", random_tensor(rng, {2, 5})}}, *statics, *cpu, why);
   ASSERT_TRUE(wrong.has_value());
   EXPECT_FALSE(wrong->has_value());
   EXPECT_NE(why.find("'x'"), std::string::npos) << why;

@@ -31,7 +31,8 @@ ir::Model test_model() {
   ir::ValueInfo x;
   x.name = "x";
   x.type.dtype = ir::DType::kFloat32;
-  x.type.dims = std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(4), ir::Dim::of(6), ir::Dim::of(6)};
+  x.type.dims =
+      std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(4), ir::Dim::of(6), ir::Dim::of(6)};
   m.graph.inputs.push_back(x);
   m.graph.set_initializer("w", random_tensor(rng, {8, 4, 3, 3}));
   m.graph.set_initializer("b", random_tensor(rng, {8}));
@@ -41,7 +42,8 @@ ir::Model test_model() {
   m.graph.set_initializer("qs", ir::make_tensor<float>({}, {0.05f}));
   m.graph.set_initializer("qz", ir::make_tensor<int8_t>({}, {3}));
   m.graph.nodes = {
-      node("Conv", {"x", "w", "b"}, {"c"}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}),
+      node("Conv", {"x", "w", "b"}, {"c"},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}),
       node("Relu", {"c"}, {"r"}),
       node("Sinh", {"r"}, {"s"}),
       node("Add", {"s", "r"}, {"a"}),
@@ -132,11 +134,39 @@ TEST(VulkanExecutor, FallbackStrictAndShapes) {
   ASSERT_TRUE(strict.has_value());
   auto refused = (*strict)->run({{"x", random_tensor(rng, {1, 4, 6, 6}).view()}});
   ASSERT_FALSE(refused.has_value());
-  EXPECT_NE(refused.status().message().find("'Sinh_s'"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("'Sinh_s'"), std::string::npos)
+      << refused.status().message();
 
   auto bad = (*gpu)->run({{"y", random_tensor(rng, {1, 4, 6, 6}).view()}});
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidInput);
+}
+
+// A view after a fused activation (the zoo's cnn28: its Flatten read the Relu's output, which
+// the fusion left without storage) and a Dropout whose mask nothing reads, all on the GPU:
+//   x ─ Conv ─ c ─ Relu ─ r ─ Flatten ─ f ─ Dropout ─ d (mask: unread) ─ Gemm ─ out
+TEST(VulkanExecutor, ViewsAfterFusionAndDropoutMask) {
+  std::mt19937 rng(35);
+  ir::Model m = test_model();
+  m.graph.set_initializer("gw", random_tensor(rng, {5, 8 * 6 * 6}));
+  m.graph.set_initializer("ratio", ir::make_tensor<float>({}, {0.5f}));
+  m.graph.set_initializer("training", ir::make_tensor<bool>({}, {false}));
+  m.graph.nodes = {
+      node("Conv", {"x", "w", "b"}, {"c"},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}),
+      node("Relu", {"c"}, {"r"}),
+      node("Flatten", {"r"}, {"f"}),
+      node("Dropout", {"f", "ratio", "training"}, {"d", "mask"}),
+      node("Gemm", {"d", "gw"}, {"out"}, {attr_int("transB", 1)}),
+  };
+  m.graph.outputs.resize(1);
+  m.graph.outputs[0].name = "out";
+  auto gpu = make_vulkan_executor(m, strict_options());
+  ASSERT_TRUE(gpu.has_value()) << gpu.status().message();
+  const ir::Tensor x = random_tensor(rng, {1, 4, 6, 6});
+  auto got = (*gpu)->run({{"x", x.view()}});
+  ASSERT_TRUE(got.has_value()) << got.status().message();
+  expect_close((*got)[0].second, cpu_run(m, x)[0].second, 1e-4, "out");
 }
 
 TEST(VulkanExecutor, ObserversSeeEveryValue) {

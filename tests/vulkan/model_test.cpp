@@ -71,7 +71,8 @@ void compare_outputs(const std::string& name, int64_t count) {
     ASSERT_TRUE(got.has_value()) << got.status().message();
     ASSERT_EQ(got->size(), want->size());
     for (size_t i = 0; i < want->size(); ++i) {
-      EXPECT_LT(rel_l2((*got)[i].second, (*want)[i].second), 1e-3) << name << " output " << (*want)[i].first;
+      EXPECT_LT(rel_l2((*got)[i].second, (*want)[i].second), 1e-3)
+          << name << " output " << (*want)[i].first;
     }
   }
 }
@@ -88,7 +89,8 @@ class TwoPass final : public runtime::Observer {
     std::vector<std::string> names;
     for (const ir::Node& n : g.nodes) {
       for (const std::string& o : n.outputs) {
-        if (!o.empty() && !n.op_type.starts_with("Shape") && n.op_type != "Constant") names.push_back(o);
+        if (!o.empty() && !n.op_type.starts_with("Shape") && n.op_type != "Constant")
+          names.push_back(o);
       }
     }
     return names;
@@ -109,13 +111,15 @@ class TwoPass final : public runtime::Observer {
   std::map<std::string, std::vector<uint64_t>> hist;
 };
 
-void calibrate(runtime::Executor& exec, const Loaded& l, int64_t samples, int64_t per_batch, TwoPass& tp) {
+void calibrate(runtime::Executor& exec, const Loaded& l, int64_t samples, int64_t per_batch,
+               TwoPass& tp) {
   runtime::Observer* obs[] = {&tp};
   const int64_t n = std::min(samples, l.samples.shape()[0]);
   for (int pass = 0; pass < 2; ++pass) {
     tp.first_pass = pass == 0;
     for (int64_t first = 0; first < n; first += per_batch) {
-      const runtime::NamedTensors in = {{input_name(l.model), batch(l.samples, first, std::min(per_batch, n - first))}};
+      const runtime::NamedTensors in = {
+          {input_name(l.model), batch(l.samples, first, std::min(per_batch, n - first))}};
       auto out = exec.run(in, obs);
       ASSERT_TRUE(out.has_value()) << out.status().message();
     }
@@ -280,7 +284,9 @@ TEST(VulkanModels, ResNet18HistogramsDifferOnlyNearBinEdges) {
 // control, its statistics, is bounded on resnet18 above; calibration agreement on a trained
 // model with real data is tested end to end in cli_test.cpp (the example, 256 images). On
 // lavapipe resnet18 also costs ~7 s of CPU per calibration sample (two passes), too much for CI.
-TEST(VulkanModels, TransformerCalibrationAgreesWithCpu) { compare_calibration("transformer", "samples", 8, 4); }
+TEST(VulkanModels, TransformerCalibrationAgreesWithCpu) {
+  compare_calibration("transformer", "samples", 8, 4);
+}
 
 }  // namespace
 }  // namespace ptq::vulkan::testing

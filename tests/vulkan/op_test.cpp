@@ -3,6 +3,8 @@
 // elementwise ops, 1e-4 where a reduction order differs (GEMM, conv, pooling, softmax, norms)
 // and for transcendental functions, whose Vulkan precision is a few ulps.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "vulkan_harness.h"
@@ -53,7 +55,8 @@ TEST(VulkanOps, BinaryBroadcasting) {
       spec.feeds = {{"a", random_tensor(rng, sa, pow ? 0.1f : -2.0f, 2.0f)},
                     {"b", random_tensor(rng, sb, pow ? -2.0f : 0.5f, 2.0f)}};
       spec.inputs = {"a", "b"};
-      cases.push_back({spec, pow ? kSum : kExact, fmt::format("{} {} {}", op, ir::shape_str(sa), ir::shape_str(sb))});
+      cases.push_back({spec, pow ? kSum : kExact,
+                       fmt::format("{} {} {}", op, ir::shape_str(sa), ir::shape_str(sb))});
     }
   }
   check_cases(cases);
@@ -89,19 +92,31 @@ TEST(VulkanOps, Activations) {
     double tol;
   };
   const std::vector<Act> acts = {
-      {"Relu", {}, -3, 3, kExact},          {"Sigmoid", {}, -8, 8, kSum},
-      {"Tanh", {}, -5, 5, kSum},             {"Exp", {}, -4, 4, kSum},
-      {"Log", {}, 0.01f, 10, kSum},          {"Sqrt", {}, 0, 10, kSum},
-      {"Abs", {}, -3, 3, kExact},            {"Neg", {}, -3, 3, kExact},
-      {"Erf", {}, -3, 3, kSum},              {"LeakyRelu", {attr_float("alpha", 0.1f)}, -3, 3, kExact},
+      {"Relu", {}, -3, 3, kExact},
+      {"Sigmoid", {}, -8, 8, kSum},
+      {"Tanh", {}, -5, 5, kSum},
+      {"Exp", {}, -4, 4, kSum},
+      {"Log", {}, 0.01f, 10, kSum},
+      {"Sqrt", {}, 0, 10, kSum},
+      {"Abs", {}, -3, 3, kExact},
+      {"Neg", {}, -3, 3, kExact},
+      {"Erf", {}, -3, 3, kSum},
+      {"LeakyRelu", {attr_float("alpha", 0.1f)}, -3, 3, kExact},
       {"Elu", {attr_float("alpha", 0.7f)}, -3, 3, kSum},
-      {"HardSigmoid", {}, -5, 5, kExact},    {"HardSwish", {}, -5, 5, kExact},
-      {"Softplus", {}, -5, 25, kSum},        {"Reciprocal", {}, 0.5f, 3, kExact},
-      {"Floor", {}, -3, 3, kExact},          {"Ceil", {}, -3, 3, kExact},
-      {"Round", {}, -3, 3, kExact},          {"Sin", {}, -3, 3, kSum},
-      {"Cos", {}, -3, 3, kSum},              {"Selu", {}, -3, 3, kSum},
-      {"Softsign", {}, -3, 3, kExact},       {"Sign", {}, -3, 3, kExact},
-      {"Mish", {}, -4, 4, kSum},             {"Celu", {attr_float("alpha", 1.5f)}, -3, 3, kSum},
+      {"HardSigmoid", {}, -5, 5, kExact},
+      {"HardSwish", {}, -5, 5, kExact},
+      {"Softplus", {}, -5, 25, kSum},
+      {"Reciprocal", {}, 0.5f, 3, kExact},
+      {"Floor", {}, -3, 3, kExact},
+      {"Ceil", {}, -3, 3, kExact},
+      {"Round", {}, -3, 3, kExact},
+      {"Sin", {}, -3, 3, kSum},
+      {"Cos", {}, -3, 3, kSum},
+      {"Selu", {}, -3, 3, kSum},
+      {"Softsign", {}, -3, 3, kExact},
+      {"Sign", {}, -3, 3, kExact},
+      {"Mish", {}, -4, 4, kSum},
+      {"Celu", {attr_float("alpha", 1.5f)}, -3, 3, kSum},
       {"ThresholdedRelu", {attr_float("alpha", 0.5f)}, -3, 3, kExact},
   };
   for (const Act& c : acts) {
@@ -121,7 +136,8 @@ TEST(VulkanOps, ClipAndGelu) {
   OneNode clip;
   clip.op = "Clip";
   clip.feeds = {{"x", random_tensor(rng, {4, 33}, -10, 10)}};
-  clip.constants = {{"lo", ir::make_tensor<float>({}, {0.0f})}, {"hi", ir::make_tensor<float>({}, {6.0f})}};
+  clip.constants = {{"lo", ir::make_tensor<float>({}, {0.0f})},
+                    {"hi", ir::make_tensor<float>({}, {6.0f})}};
   clip.inputs = {"x", "lo", "hi"};
   cases.push_back({clip, kExact, "Clip"});
   clip.inputs = {"x", "", "hi"};
@@ -162,7 +178,8 @@ TEST(VulkanOps, GemmAndMatMul) {
       spec.constants.emplace_back("c", random_tensor(rng, g.bias));
       spec.inputs.push_back("c");
     }
-    cases.push_back({spec, kSum, fmt::format("Gemm {}x{}x{} tA{} tB{}", g.m, g.k, g.n, g.ta, g.tb)});
+    cases.push_back(
+        {spec, kSum, fmt::format("Gemm {}x{}x{} tA{} tB{}", g.m, g.k, g.n, g.ta, g.tb)});
   }
   const std::vector<std::pair<ir::Shape, ir::Shape>> mm = {
       {{3, 4}, {4, 5}},          {{2, 3, 17, 9}, {2, 3, 9, 13}}, {{4, 16, 64}, {64, 130}},
@@ -176,7 +193,8 @@ TEST(VulkanOps, GemmAndMatMul) {
     spec.op = "MatMul";
     spec.feeds = {{"a", random_tensor(rng, sa)}, {"b", random_tensor(rng, sb)}};
     spec.inputs = {"a", "b"};
-    cases.push_back({spec, kSum, fmt::format("MatMul {} {}", ir::shape_str(sa), ir::shape_str(sb))});
+    cases.push_back(
+        {spec, kSum, fmt::format("MatMul {} {}", ir::shape_str(sa), ir::shape_str(sb))});
   }
   check_cases(cases);
 }
@@ -200,8 +218,8 @@ TEST(VulkanOps, Conv) {
     OneNode spec;
     spec.op = "Conv";
     spec.attrs = {attr_ints("kernel_shape", {c.k, c.k}), attr_ints("strides", {c.stride, c.stride}),
-                  attr_ints("pads", {c.pad, c.pad, c.pad, c.pad}), attr_ints("dilations", {c.dil, c.dil}),
-                  attr_int("group", c.group)};
+                  attr_ints("pads", {c.pad, c.pad, c.pad, c.pad}),
+                  attr_ints("dilations", {c.dil, c.dil}), attr_int("group", c.group)};
     spec.feeds = {{"x", random_tensor(rng, {c.n, c.ic, c.h, c.w})}};
     spec.constants = {{"w", random_tensor(rng, {c.oc, c.ic / c.group, c.k, c.k})},
                       {"b", random_tensor(rng, {c.oc})}};
@@ -253,7 +271,8 @@ TEST(VulkanOps, ConvSplitK) {
       spec.constants.emplace_back("b", random_tensor(rng, {c.oc}));
       spec.inputs.push_back("b");
     }
-    cases.push_back({spec, kSum, fmt::format("split-K Conv ic{} oc{} s{} g{}", c.ic, c.oc, c.stride, c.group)});
+    cases.push_back(
+        {spec, kSum, fmt::format("split-K Conv ic{} oc{} s{} g{}", c.ic, c.oc, c.stride, c.group)});
   }
   VulkanOptions options = strict_options();
   options.conv_split_k = 3;
@@ -350,7 +369,8 @@ TEST(VulkanOps, InputStagingEitherWay) {
   ASSERT_FALSE(host.gpu.empty());
   expect_close(device.gpu, device.cpu, kSum, "inputs in device memory");
   expect_close(host.gpu, host.cpu, kSum, "inputs in host memory");
-  EXPECT_TRUE(std::equal(device.gpu.span<const float>().begin(), device.gpu.span<const float>().end(),
+  EXPECT_TRUE(std::equal(device.gpu.span<const float>().begin(),
+                         device.gpu.span<const float>().end(),
                          host.gpu.span<const float>().begin()));
 }
 
@@ -365,7 +385,8 @@ TEST(VulkanOps, ConvTranspose) {
   spec.constants = {{"w", random_tensor(rng, {6, 4, 3, 3})}, {"b", random_tensor(rng, {4})}};
   spec.inputs = {"x", "w", "b"};
   cases.push_back({spec, kSum, "ConvTranspose"});
-  spec.attrs = {attr_ints("kernel_shape", {2, 3}), attr_int("group", 2), attr_ints("dilations", {2, 1})};
+  spec.attrs = {attr_ints("kernel_shape", {2, 3}), attr_int("group", 2),
+                attr_ints("dilations", {2, 1})};
   spec.constants = {{"w", random_tensor(rng, {6, 3, 2, 3})}};
   spec.inputs = {"x", "w"};
   cases.push_back({spec, kSum, "ConvTranspose grouped dilated"});
@@ -393,14 +414,18 @@ TEST(VulkanOps, Pooling) {
     int64_t k, s, pad, dil;
     int64_t ceil, include_pad;
   };
-  for (const P& p : std::vector<P>{{"MaxPool", 3, 2, 1, 1, 0, 0}, {"MaxPool", 2, 2, 0, 1, 1, 0},
-                                   {"MaxPool", 3, 1, 1, 2, 0, 0}, {"AveragePool", 3, 2, 1, 1, 0, 0},
-                                   {"AveragePool", 3, 2, 1, 1, 0, 1}, {"AveragePool", 2, 2, 0, 1, 1, 0}}) {
+  for (const P& p : std::vector<P>{{"MaxPool", 3, 2, 1, 1, 0, 0},
+                                   {"MaxPool", 2, 2, 0, 1, 1, 0},
+                                   {"MaxPool", 3, 1, 1, 2, 0, 0},
+                                   {"AveragePool", 3, 2, 1, 1, 0, 0},
+                                   {"AveragePool", 3, 2, 1, 1, 0, 1},
+                                   {"AveragePool", 2, 2, 0, 1, 1, 0}}) {
     OneNode spec;
     spec.op = p.op;
     spec.attrs = {attr_ints("kernel_shape", {p.k, p.k}), attr_ints("strides", {p.s, p.s}),
                   attr_ints("pads", {p.pad, p.pad, p.pad, p.pad}), attr_int("ceil_mode", p.ceil)};
-    if (std::string(p.op) == "MaxPool") spec.attrs.push_back(attr_ints("dilations", {p.dil, p.dil}));
+    if (std::string(p.op) == "MaxPool")
+      spec.attrs.push_back(attr_ints("dilations", {p.dil, p.dil}));
     else spec.attrs.push_back(attr_int("count_include_pad", p.include_pad));
     spec.feeds = {{"x", random_tensor(rng, {2, 3, 13, 11})}};
     spec.inputs = {"x"};
@@ -438,7 +463,8 @@ TEST(VulkanOps, Reductions) {
         spec.constants = {{"axes", int64_tensor({static_cast<int64_t>(ax.size())}, ax)}};
         spec.inputs.push_back("axes");
       }
-      cases.push_back({spec, kSum, fmt::format("{} axes [{}] keepdims {}", op, fmt::join(ax, ","), keep)});
+      cases.push_back(
+          {spec, kSum, fmt::format("{} axes [{}] keepdims {}", op, fmt::join(ax, ","), keep)});
     }
   }
   check_cases(cases);
@@ -503,8 +529,10 @@ TEST(VulkanOps, DataMovement) {
   OneNode sl;
   sl.op = "Slice";
   sl.feeds = {{"x", random_tensor(rng, {6, 7, 8})}};
-  sl.constants = {{"starts", int64_tensor({3}, {1, -1, 0})}, {"ends", int64_tensor({3}, {5, -100, 8})},
-                  {"axes", int64_tensor({3}, {0, 1, 2})}, {"steps", int64_tensor({3}, {2, -2, 3})}};
+  sl.constants = {{"starts", int64_tensor({3}, {1, -1, 0})},
+                  {"ends", int64_tensor({3}, {5, -100, 8})},
+                  {"axes", int64_tensor({3}, {0, 1, 2})},
+                  {"steps", int64_tensor({3}, {2, -2, 3})}};
   sl.inputs = {"x", "starts", "ends", "axes", "steps"};
   cases.push_back({sl, kExact, "Slice"});
 
@@ -556,13 +584,72 @@ TEST(VulkanOps, DataMovement) {
   check_cases(cases);
 }
 
+// Cast is exact: every value below converts to one right answer (C's conversions; int64 to
+// float rounds to nearest even: ties at 2^24 + 1 and 2^53 + 1 and a sticky bit far below).
+TEST(VulkanOps, Cast) {
+  const int64_t p24 = int64_t{1} << 24, p53 = int64_t{1} << 53;
+  const std::vector<int64_t> wide = {0, 1, -1, p24 + 1, p24 + 3, -(p24 + 3), p53 + 1,
+                                     (int64_t{1} << 62) + (int64_t{1} << 38) + 1,
+                                     (int64_t{1} << 40) + (int64_t{1} << 16),
+                                     std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max(), 123456789012, -7};
+  const ir::Tensor i64 = int64_tensor({13}, wide);
+  const ir::Tensor f32 = ir::make_tensor<float>(
+      {3, 5}, {0.0f, -0.0f, 1.5f, -1.5f, -7.9f, 100.5f, 200.7f, 2e9f, -2.5e12f, 3e9f,
+               1e-30f, std::nanf(""), 16777216.0f, -100.2f, 127.0f});
+  const ir::Tensor big = ir::make_tensor<float>({4}, {3e9f, -2.5e12f, 1.5e18f, -9.2e18f});
+  const ir::Tensor i32 =
+      ir::make_tensor<int32_t>({5}, {0, -1, 16777217, 2147483647, -2147483647 - 1});
+  ir::Tensor u8(ir::DType::kUInt8, {6}), i8(ir::DType::kInt8, {6}), b8(ir::DType::kBool, {6});
+  for (int64_t i = 0; i < 6; ++i) {
+    u8.data<uint8_t>()[i] = static_cast<uint8_t>(i * 51);
+    i8.data<int8_t>()[i] = static_cast<int8_t>(i * 51 - 128);
+    b8.data<bool>()[i] = i % 3 == 0;
+  }
+  struct C {
+    const ir::Tensor* x;
+    ir::DType to;
+  };
+  using D = ir::DType;
+  const std::vector<C> casts = {
+      {&i64, D::kFloat32}, {&i64, D::kInt32},   {&i64, D::kBool},    {&i64, D::kUInt8},
+      {&f32, D::kInt64},   {&f32, D::kInt32},   {&f32, D::kBool},    {&i32, D::kFloat32},
+      {&i32, D::kInt64},   {&u8, D::kFloat32},  {&i8, D::kFloat32},  {&i8, D::kInt64},
+      {&b8, D::kFloat32},  {&b8, D::kInt32},    {&u8, D::kInt8},     {&i32, D::kBool},
+      {&big, D::kInt64}};
+  std::vector<Case> cases;
+  for (const C& c : casts) {
+    OneNode spec;
+    spec.op = "Cast";
+    spec.attrs = {attr_int("to", static_cast<int64_t>(c.to))};
+    spec.feeds = {{"x", *c.x}};
+    spec.inputs = {"x"};
+    if (c.x == &f32 && c.to != D::kBool) {  // C leaves NaN and out-of-range values undefined
+      ir::Tensor in_range = f32;
+      for (float& v : in_range.span<float>()) v = std::isnan(v) || std::fabs(v) > 2e9f ? 3.0f : v;
+      spec.feeds = {{"x", in_range}};
+    }
+    cases.push_back({spec, 0.0, fmt::format("Cast {} to {}", ir::dtype_name(c.x->dtype()),
+                                            ir::dtype_name(c.to))});
+  }
+  OneNode like;
+  like.op = "CastLike";
+  like.opset = 15;
+  like.feeds = {{"x", i64}};
+  like.constants = {{"t", ir::make_tensor<float>({}, {0.0f})}};
+  like.inputs = {"x", "t"};
+  cases.push_back({like, 0.0, "CastLike int64 to float"});
+  check_cases(cases);
+}
+
 TEST(VulkanOps, QuantizeDequantize) {
   std::vector<Case> cases;
   std::mt19937 rng(13);
   for (const bool per_channel : {false, true}) {
     for (const ir::DType q : {ir::DType::kInt8, ir::DType::kUInt8}) {
       const int64_t c = 5;
-      ir::Tensor scale = per_channel ? random_tensor(rng, {c}, 0.01f, 0.05f) : ir::make_tensor<float>({}, {0.02f});
+      ir::Tensor scale =
+          per_channel ? random_tensor(rng, {c}, 0.01f, 0.05f) : ir::make_tensor<float>({}, {0.02f});
       ir::Tensor zero(q, per_channel ? ir::Shape{c} : ir::Shape{});
       for (int64_t i = 0; i < zero.size(); ++i) {
         if (q == ir::DType::kInt8) zero.data<int8_t>()[i] = static_cast<int8_t>(i * 3 - 4);
@@ -576,17 +663,22 @@ TEST(VulkanOps, QuantizeDequantize) {
       qn.inputs = {"x", "s", "z"};
       // Exact: the quotient x / scale is rounded half to even on both; a difference of one
       // step would show as 1 / 255 of the range.
-      cases.push_back({qn, 1e-6, fmt::format("QuantizeLinear per-channel {} {}", per_channel, ir::dtype_name(q))});
+      cases.push_back(
+          {qn, 1e-6,
+           fmt::format("QuantizeLinear per-channel {} {}", per_channel, ir::dtype_name(q))});
       OneNode dq;
       dq.op = "DequantizeLinear";
       dq.attrs = {attr_int("axis", 1)};
       ir::Tensor xq(q, {3, c, 7});
       std::uniform_int_distribution<int> d(0, 255);
-      for (int64_t i = 0; i < xq.size(); ++i) static_cast<uint8_t*>(xq.raw())[i] = static_cast<uint8_t>(d(rng));
+      for (int64_t i = 0; i < xq.size(); ++i)
+        static_cast<uint8_t*>(xq.raw())[i] = static_cast<uint8_t>(d(rng));
       dq.feeds = {{"x", xq}};
       dq.constants = {{"s", scale}, {"z", zero}};
       dq.inputs = {"x", "s", "z"};
-      cases.push_back({dq, kExact, fmt::format("DequantizeLinear per-channel {} {}", per_channel, ir::dtype_name(q))});
+      cases.push_back(
+          {dq, kExact,
+           fmt::format("DequantizeLinear per-channel {} {}", per_channel, ir::dtype_name(q))});
     }
   }
   check_cases(cases);

@@ -14,7 +14,8 @@ namespace {
 // Keeps the statistics an observer is shown for one tensor.
 class StatsProbe final : public runtime::Observer {
  public:
-  StatsProbe(std::string name, std::vector<double> ranges) : name_(std::move(name)), ranges_(std::move(ranges)) {}
+  StatsProbe(std::string name, std::vector<double> ranges)
+      : name_(std::move(name)), ranges_(std::move(ranges)) {}
   std::vector<std::string> wanted(const ir::Graph&) override { return {name_}; }
   Status observe(const runtime::ObservedTensor& t) override {
     host = t.host != nullptr;

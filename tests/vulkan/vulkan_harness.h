@@ -21,12 +21,21 @@
 namespace ptq::vulkan::testing {
 
 // The kernel tests' names for ir/builders.h's attribute constructors.
-inline ir::Attribute attr_int(std::string name, int64_t v) { return ir::int_attr(std::move(name), v); }
-inline ir::Attribute attr_float(std::string name, float v) { return ir::float_attr(std::move(name), v); }
-inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) { return ir::ints_attr(std::move(name), std::move(v)); }
-inline ir::Attribute attr_string(std::string name, std::string v) { return ir::string_attr(std::move(name), std::move(v)); }
+inline ir::Attribute attr_int(std::string name, int64_t v) {
+  return ir::int_attr(std::move(name), v);
+}
+inline ir::Attribute attr_float(std::string name, float v) {
+  return ir::float_attr(std::move(name), v);
+}
+inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) {
+  return ir::ints_attr(std::move(name), std::move(v));
+}
+inline ir::Attribute attr_string(std::string name, std::string v) {
+  return ir::string_attr(std::move(name), std::move(v));
+}
 
-inline ir::Tensor random_tensor(std::mt19937& rng, ir::Shape shape, float lo = -1.0f, float hi = 1.0f) {
+inline ir::Tensor random_tensor(std::mt19937& rng, ir::Shape shape, float lo = -1.0f,
+                                float hi = 1.0f) {
   ir::Tensor t(ir::DType::kFloat32, std::move(shape));
   std::uniform_real_distribution<float> d(lo, hi);
   for (float& v : t.span<float>()) v = d(rng);
@@ -133,7 +142,8 @@ struct Case {
 // Runs the cases on the CPU (reference kernels) and on Vulkan (strict: every node on the GPU)
 // and compares each output. Cases of one opset share one model (each node with its own inputs
 // and outputs), so one executor and one set of pipelines serve them all.
-inline void check_cases(const std::vector<Case>& cases, const VulkanOptions& options = strict_options()) {
+inline void check_cases(const std::vector<Case>& cases,
+                        const VulkanOptions& options = strict_options()) {
   std::map<int64_t, std::vector<size_t>> by_opset;
   for (size_t k = 0; k < cases.size(); ++k) by_opset[cases[k].spec.opset].push_back(k);
   for (const auto& [opset, ks] : by_opset) {
@@ -179,7 +189,8 @@ inline void check_cases(const std::vector<Case>& cases, const VulkanOptions& opt
     ASSERT_EQ(got->size(), want->size());
     for (size_t i = 0; i < want->size(); ++i) {
       const Case& c = cases[outputs[i].first];
-      expect_close((*got)[i].second, (*want)[i].second, c.tol, c.what + " output " + outputs[i].second);
+      expect_close((*got)[i].second, (*want)[i].second, c.tol,
+                   c.what + " output " + outputs[i].second);
     }
   }
 }

@@ -40,7 +40,8 @@ std::vector<std::string> data_args(const Model& m, const std::string& split) {
   std::vector<std::string> args;
   for (const std::string& input : m.inputs) {
     args.push_back("--data");
-    args.push_back(fmt::format("{}={}", input, (dir() / m.name / split / (input + ".npy")).string()));
+    args.push_back(
+        fmt::format("{}={}", input, (dir() / m.name / split / (input + ".npy")).string()));
   }
   return args;
 }
@@ -70,8 +71,9 @@ std::vector<OutputError> compare(const Model& m, const fs::path& reference, cons
   for (const std::string& output : m.outputs) {
     auto r = data::load_npy(reference / (output + ".npy"));
     auto t = data::load_npy(test / (output + ".npy"));
-    EXPECT_TRUE(r.has_value() && t.has_value()) << m.name << " output " << output << ": "
-        << (r.has_value() ? "" : r.status().message()) << (t.has_value() ? "" : t.status().message());
+    EXPECT_TRUE(r.has_value() && t.has_value())
+        << m.name << " output " << output << ": " << (r.has_value() ? "" : r.status().message())
+        << (t.has_value() ? "" : t.status().message());
     if (!r.has_value() || !t.has_value()) continue;
     metrics::Agreement a;
     const Status s = a.add(*r, *t);

@@ -3,21 +3,37 @@
 // a plain elementwise map; formulas follow the ONNX operator docs.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "elementwise_util.h"
 #include "erf.h"
+#include "exp.h"
 #include "registry.h"
 
 namespace ptq::runtime::cpu {
 
 namespace {
 
-// exp(x) / (1 + exp(x)) without overflow for large |x|.
+// exp(x) / (1 + exp(x)) without overflow for large |x|, by libm (the reference kernels).
 template <typename T>
-T sigmoid(T x) {
+T sigmoid_libm(T x) {
   if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
   const T e = std::exp(x);
   return e / (T(1) + e);
+}
+
+// The same for the fast kernels: for float, 1 / (1 + exp(-x)) with exp_float(), branch-free so
+// that the elementwise loop vectorises; exp(-x) overflowing to +inf gives 0 and underflowing to
+// 0 gives 1, both within a float ulp of the true value. A NaN comes back as x itself (not as
+// -x's NaN, whose sign differs), so Sigmoid then Mul(s, x) gives Swish's bits.
+template <typename T>
+T sigmoid(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float y = 1.0f / (1.0f + exp_float(-x));
+    return x == x ? y : x;
+  } else {
+    return sigmoid_libm(x);
+  }
 }
 
 // log(1 + exp(x)) without overflow.
@@ -49,6 +65,7 @@ Expected<std::unique_ptr<Kernel>> make_thresholded_relu(const KernelContext& ctx
 }
 
 Expected<std::unique_ptr<Kernel>> make_sigmoid(const KernelContext& ctx) {
+  if (ctx.reference) return make_float_unary(ctx, [](auto x) { return sigmoid_libm(x); });
   return make_float_unary(ctx, [](auto x) { return sigmoid(x); });
 }
 
@@ -56,6 +73,12 @@ Expected<std::unique_ptr<Kernel>> make_sigmoid(const KernelContext& ctx) {
 // spelled-out SiLU, x * Sigmoid(x).
 Expected<std::unique_ptr<Kernel>> make_swish(const KernelContext& ctx) {
   const double alpha = ctx.node.attr_float("alpha", 1.0f);
+  if (ctx.reference) {
+    return make_float_unary(ctx, [alpha](auto x) {
+      using T = decltype(x);
+      return x * sigmoid_libm(static_cast<T>(alpha) * x);
+    });
+  }
   return make_float_unary(ctx, [alpha](auto x) {
     using T = decltype(x);
     return x * sigmoid(static_cast<T>(alpha) * x);
@@ -112,11 +135,18 @@ Expected<std::unique_ptr<Kernel>> make_selu(const KernelContext& ctx) {
 // Gelu (opset 20): approximate "none" is x * Phi(x), "tanh" the tanh approximation.
 Expected<std::unique_ptr<Kernel>> make_gelu(const KernelContext& ctx) {
   const std::string approximate = ctx.node.attr_string("approximate", "none");
-  if (approximate == "tanh") {
+  if (approximate == "tanh" && ctx.reference) {
     return make_float_unary(ctx, [](auto x) {
       using T = decltype(x);
       const T k = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
       return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+    });
+  }
+  if (approximate == "tanh") {  // 0.5 (1 + tanh(u)) = sigmoid(2u): the vectorised sigmoid
+    return make_float_unary(ctx, [](auto x) {
+      using T = decltype(x);
+      const T k = static_cast<T>(2 * 0.7978845608028654);  // 2 sqrt(2 / pi)
+      return x * sigmoid(k * (x + T(0.044715) * x * x * x));
     });
   }
   if (approximate != "none") {

@@ -1,4 +1,5 @@
-// The CPU backend: kernels from the registry (ops.inc), statistics computed in place.
+// The CPU backend: kernels from the registry (ops.inc, isa_ops.inc at the options' instruction-set
+// level), statistics computed in place.
 #include <memory>
 
 #include "ptq/runtime.h"
@@ -11,16 +12,18 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(CpuBackendOptions options) : options_(options) {}
+  explicit CpuBackend(CpuBackendOptions options)
+      : options_(options), isa_(resolve_cpu_isa(options.isa)) {}
 
   std::string name() const override { return "cpu"; }
 
   bool supports(const ir::Node& node, int64_t /*opset*/) const override {
-    return node.in_default_domain() && cpu::find_factory(node.op_type) != nullptr;
+    return node.in_default_domain() && cpu::find_factory(node.op_type, level()) != nullptr;
   }
 
   Expected<std::unique_ptr<Kernel>> create_kernel(const KernelContext& ctx) override {
-    KernelFactory factory = cpu::find_factory(ctx.node.op_type);
+    if (!isa_.has_value()) return isa_.status();
+    KernelFactory factory = cpu::find_factory(ctx.node.op_type, level());
     if (!ctx.node.in_default_domain() || factory == nullptr) {
       return invalid_input("{}: the cpu backend has no kernel for this op", ctx.node.label());
     }
@@ -35,7 +38,12 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // The level whose kernels run (the lowest where the one asked for is refused: supports()
+  // answers alike for every level, and create_kernel reports the refusal).
+  CpuIsa level() const { return isa_.has_value() ? *isa_ : CpuIsa::kBaseline; }
+
   CpuBackendOptions options_;
+  Expected<CpuIsa> isa_;
 };
 
 }  // namespace

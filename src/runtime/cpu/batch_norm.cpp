@@ -17,9 +17,10 @@ void batch_norm(int64_t n, int64_t c, int64_t s, const T* x, const T* scale, con
       const double inv = 1.0 / std::sqrt(static_cast<double>(var[ch]) + eps);
       for (int64_t j = 0; j < s; ++j) {
         const int64_t at = (i * c + ch) * s + j;
-        y[at] = static_cast<T>(static_cast<double>(scale[ch]) *
-                                   (static_cast<double>(x[at]) - static_cast<double>(mean[ch])) * inv +
-                               static_cast<double>(bias[ch]));
+        y[at] =
+            static_cast<T>(static_cast<double>(scale[ch]) *
+                               (static_cast<double>(x[at]) - static_cast<double>(mean[ch])) * inv +
+                           static_cast<double>(bias[ch]));
       }
     }
   }
@@ -40,7 +41,8 @@ class BatchNormKernel final : public Kernel {
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 5));
     const ir::Tensor& x = *in[0];
-    if (x.rank() < 2) return node_error(node_, "X {} must have rank >= 2", ir::shape_str(x.shape()));
+    if (x.rank() < 2)
+      return node_error(node_, "X {} must have rank >= 2", ir::shape_str(x.shape()));
     const int64_t n = x.dim(0), c = x.dim(1), s = dims_product(x.shape(), 2, x.shape().size());
     for (size_t i = 1; i < 5; ++i) {
       if (in[i]->size() != c || in[i]->rank() != 1 || in[i]->dtype() != x.dtype()) {
@@ -68,9 +70,11 @@ class BatchNormKernel final : public Kernel {
             const float* mean, const float* var, float* y) const {
     std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
     for (int64_t ch = 0; ch < c; ++ch) {
-      const double ad = static_cast<double>(scale[ch]) / std::sqrt(static_cast<double>(var[ch]) + eps_);
+      const double ad =
+          static_cast<double>(scale[ch]) / std::sqrt(static_cast<double>(var[ch]) + eps_);
       a[ch] = static_cast<float>(ad);
-      b[ch] = static_cast<float>(static_cast<double>(bias[ch]) - ad * static_cast<double>(mean[ch]));
+      b[ch] =
+          static_cast<float>(static_cast<double>(bias[ch]) - ad * static_cast<double>(mean[ch]));
     }
     parallel_for(threads_, n * c, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {
@@ -95,7 +99,8 @@ Expected<std::unique_ptr<Kernel>> make_batch_normalization(const KernelContext& 
     return node_error(ctx.node, "training_mode=1 is not supported (inference only)");
   }
   bool extra = false;
-  for (size_t i = 1; i < ctx.node.outputs.size(); ++i) extra = extra || !ctx.node.outputs[i].empty();
+  for (size_t i = 1; i < ctx.node.outputs.size(); ++i)
+    extra = extra || !ctx.node.outputs[i].empty();
   if (extra) {
     return node_error(ctx.node, "the training-mode outputs (running mean/var) are not supported");
   }

@@ -142,7 +142,8 @@ Expected<std::unique_ptr<Kernel>> make_cast(const KernelContext& ctx) {
   const ir::Node node = ctx.node;
   if (!node.has_attr("to")) return node_error(node, "attribute 'to' is missing");
   const auto to = static_cast<ir::DType>(node.attr_int("to", 0));
-  if (!castable(to)) return node_error(node, "cannot cast to element type {}", node.attr_int("to", 0));
+  if (!castable(to))
+    return node_error(node, "cannot cast to element type {}", node.attr_int("to", 0));
   return make_kernel([node, to, threads = ctx.threads](Inputs in, Outputs out, Allocator& alloc) {
     PTQ_RETURN_IF_ERROR(require_inputs(node, in, 1));
     return cast_run(node, *in[0], to, out[0], alloc, threads);
@@ -150,11 +151,12 @@ Expected<std::unique_ptr<Kernel>> make_cast(const KernelContext& ctx) {
 }
 
 Expected<std::unique_ptr<Kernel>> make_cast_like(const KernelContext& ctx) {
-  return make_kernel([node = ctx.node, threads = ctx.threads](Inputs in, Outputs out, Allocator& alloc) {
-    PTQ_RETURN_IF_ERROR(require_inputs(node, in, 2));
-    if (!castable(in[1]->dtype())) return unsupported_dtype(node, in[1]->dtype());
-    return cast_run(node, *in[0], in[1]->dtype(), out[0], alloc, threads);
-  });
+  return make_kernel(
+      [node = ctx.node, threads = ctx.threads](Inputs in, Outputs out, Allocator& alloc) {
+        PTQ_RETURN_IF_ERROR(require_inputs(node, in, 2));
+        if (!castable(in[1]->dtype())) return unsupported_dtype(node, in[1]->dtype());
+        return cast_run(node, *in[0], in[1]->dtype(), out[0], alloc, threads);
+      });
 }
 
 }  // namespace ptq::runtime::cpu

@@ -1,4 +1,5 @@
 // Conv (opsets 1–22): N-D reference for float32/float64, fast float32 1-D/2-D kernels.
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include "conv.h"
 
 #include <mutex>
@@ -9,7 +10,7 @@
 #include "registry.h"
 #include "shared_packing.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -207,4 +208,6 @@ Expected<std::unique_ptr<Kernel>> make_conv(const KernelContext& ctx) {
   return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(ctx));
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

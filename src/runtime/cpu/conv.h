@@ -1,13 +1,17 @@
 // Conv: geometry, the reference kernel, and the fast float32 2-D kernels.
 #pragma once
 
+#if !defined(PTQ_ISA_NS)
+#error "include isa_begin.h first: this header is compiled once per instruction-set level"
+#endif
+
 #include <cstdint>
 #include <vector>
 
 #include "epilogue.h"
 #include "kernel_util.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 // A convolution resolved against actual shapes. Layout NC<spatial>; weights M x C/G x <kernel>.
 struct ConvParams {
@@ -27,7 +31,8 @@ namespace reference {
 // Plain loops over every output element and kernel tap, accumulating in double. Any rank.
 template <typename T>
 void conv(const ConvParams& p, const T* x, const T* w, const T* b, T* y);
-extern template void conv<float>(const ConvParams&, const float*, const float*, const float*, float*);
+extern template void conv<float>(const ConvParams&, const float*, const float*, const float*,
+                                 float*);
 extern template void conv<double>(const ConvParams&, const double*, const double*, const double*,
                                   double*);
 }  // namespace reference
@@ -144,4 +149,4 @@ void pack_lanes_weights(const float* w, int64_t m, int64_t k, float* out);
 bool conv_lanes(const ConvParams& p, const float* x, const float* packed, const float* b, float* y,
                 const ConvEpilogue& e, int threads);
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

@@ -2,9 +2,10 @@
 // each needs. Each algorithm says in its own file when it applies (its measured reasons stay
 // beside its code); this file alone decides among them, for the run path and for the packing
 // of constant weights.
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include "conv.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 ConvAlgo choose_conv(const ConvParams& p, const ConvSetting& s) {
   if (!conv_fast_handles(p)) return ConvAlgo::kReference;
@@ -20,4 +21,6 @@ ConvForms conv_weight_forms(const ConvParams& p, bool winograd) {
   return ConvForms{winograd && conv_winograd_fits(p), conv_lanes_fits(p)};
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

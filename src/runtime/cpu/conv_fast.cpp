@@ -9,19 +9,16 @@
 // (their _mm512_undefined_ps pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 #include <vector>
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "conv.h"
 #include "gemm_packed.h"
 #include "kernel_util.h"
 #include "plane_copy.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -71,7 +68,7 @@ constexpr int64_t kRows = 4;    // output rows accumulated together (independent
 // One block of depthwise outputs: rows x lanes (at most kRows x kLanes) at y (row stride OW)
 // from the padded phase buffer at `pad` (the block's first row and column). Taps in (kh, kw)
 // order, then bias, the residual block `res` (laid out as y, or null) and the activation.
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 void depthwise_block(const Geo& g, const float* pad, int64_t wq, const int64_t* tap_at,
                      const float* wp, float bias, const ConvEpilogue& e, const float* res,
                      int64_t lanes, int64_t rows, float* y) {
@@ -175,7 +172,7 @@ void depthwise(const Geo& g, const float* x, const float* w, const float* b, flo
 // Copies n <= kGemmNR floats (src[0], src[step], …, or zeros when src is null) to d. The runs
 // are short (an output row clipped to a panel), so masked vector moves beat memcpy/memset calls.
 void put_piece(float* d, int64_t n, const float* src, int64_t step) {
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (step <= 1) {
     for (int64_t i = 0; i < n; i += 16) {
       const __mmask16 m = lane_mask(n - i);
@@ -238,7 +235,7 @@ void im2col(const Geo& g, const float* xg, int64_t cg, int64_t c0, int64_t t, fl
   }
 }
 
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 // 16 consecutive im2col columns ("a half" of a 32-column panel) and, for column stride 1 or 2,
 // the output rows they span: lanes [lane0[s], lane0[s + 1]) lie in output row oh[s] and read
 // input columns that follow each other (stride 1: one masked load per row fills them) or every
@@ -286,7 +283,7 @@ Half make_half(const Geo& g, int64_t c0, int64_t t, int64_t j0) {
 // Lanes `m` of v set to p[0], p[2], …, p[30]: the two vectors' worth of floats that hold them
 // are loaded with only the wanted floats enabled (no read outside the row), evens picked.
 __m512 load_every_other(__m512 v, __mmask16 m, const float* p) {
-#if defined(__BMI2__)
+#if PTQ_BMI2
   const uint32_t wide = _pdep_u32(m, 0x55555555u);  // bit 2l set for lane l
 #else
   uint32_t wide = 0;
@@ -368,7 +365,7 @@ void pack_unit(const Geo& g, bool pointwise, const float* xg, int64_t cg, int64_
     pack_b(false, k, t, xg + c0, g.OH * g.OW, col);
     return;
   }
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (g.H * g.W < (int64_t{1} << 30) && g.OH * g.OW < (int64_t{1} << 30)) {
     im2col_vector(g, xg, cg, c0, t, col);
     return;
@@ -522,4 +519,6 @@ bool conv_fast(const ConvParams& p, const float* x, const float* w, const float*
   return conv_with(choose_conv(p, ConvSetting{threads}), p, x, w, packed_w, b, y, e, threads);
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

@@ -17,14 +17,11 @@
 // (their _mm512_undefined_ps pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 #include <array>
 #include <utility>
 #include <vector>
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "conv.h"
 #include "gemm_packed.h"
@@ -32,7 +29,7 @@
 #include "lanes.h"
 #include "phase_copy.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -50,6 +47,7 @@ constexpr int64_t kWeightAhead = 16;
 // 259 -> 285 img/s (4 ahead 266, 8 278, 16 and 32 alike; docs/perf-history.md, session 19).
 constexpr int64_t kInputAhead = 16;
 
+#if PTQ_AVX512  // what conv_lanes_fits weighs; the lower levels have no lanes kernel
 // Fraction of the multiply-adds that compute outputs: `used` of whole panels.
 double panel_use(int64_t used, int64_t panel) {
   return static_cast<double>(used) / static_cast<double>((used + panel - 1) / panel * panel);
@@ -68,11 +66,12 @@ int64_t copy_floats(const ConvParams& p) {
 // 1 MiB: a few images of ResNet-18's layer 4 (the 8 MiB first allowed took a batch of 32 of
 // its first conv, and its peak memory 8 MB up).
 constexpr int64_t kMaxCopyFloats = int64_t{1} << 18;
+#endif
 
 }  // namespace
 
 bool conv_lanes_fits(const ConvParams& p) {
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (p.in.size() != 2 || p.G != 1) return false;
   // A 1x1 conv over enough input channels to pay for turning each tile around (from 64 input
   // channels rather than 128, MobileNetV2's 14x14 expansions join: 1-2.5 % faster a pass), or
@@ -86,7 +85,7 @@ bool conv_lanes_fits(const ConvParams& p) {
 }
 
 bool conv_lanes_applies(const ConvParams& p) {
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (!conv_lanes_fits(p)) return false;
   const int64_t hw = p.out[0] * p.out[1];
   if (pointwise(p)) {
@@ -116,9 +115,18 @@ void pack_lanes_weights(const float* w, int64_t m, int64_t k, float* out) {
   pack_b(true, k, m, w, k, out);  // W^T (K x M): W is stored M x K
 }
 
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 
 namespace {
+
+// The low / high 64-bit halves of each 128-bit lane of a and b, interleaved. (Functions, not
+// lambdas: a lambda's function-pointer thunk is not covered by the level's target pragma.)
+inline __m512 lo64(__m512 a, __m512 b) {
+  return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+}
+inline __m512 hi64(__m512 a, __m512 b) {
+  return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+}
 
 // Transposes 16 rows of 16 floats in registers: v[j] becomes column j (lane i = row i).
 inline void transpose16(__m512 v[16]) {
@@ -127,12 +135,6 @@ inline void transpose16(__m512 v[16]) {
     t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
   }
-  auto lo64 = [](__m512 a, __m512 b) {
-    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
-  };
-  auto hi64 = [](__m512 a, __m512 b) {
-    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
-  };
   __m512 u[16];
   for (int i = 0; i < 4; ++i) {  // groups of four rows: u[4i + c] = [a_c b_c c_c d_c | a_c+4 ...]
     u[4 * i] = lo64(t[4 * i], t[4 * i + 2]);
@@ -358,4 +360,6 @@ bool conv_lanes(const ConvParams&, const float*, const float*, const float*, flo
 
 #endif
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

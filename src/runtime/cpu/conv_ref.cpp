@@ -1,7 +1,8 @@
 // The reference convolution: the truth the fast kernels are tested against.
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include "conv.h"
 
-namespace ptq::runtime::cpu::reference {
+namespace ptq::runtime::cpu::PTQ_ISA_NS::reference {
 
 template <typename T>
 void conv(const ConvParams& p, const T* x, const T* w, const T* b, T* y) {
@@ -46,4 +47,6 @@ void conv(const ConvParams& p, const T* x, const T* w, const T* b, T* y) {
 template void conv<float>(const ConvParams&, const float*, const float*, const float*, float*);
 template void conv<double>(const ConvParams&, const double*, const double*, const double*, double*);
 
-}  // namespace ptq::runtime::cpu::reference
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS::reference
+
+#include "isa_end.h"

@@ -14,22 +14,19 @@
 // (their _mm512_undefined_ps pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 #include <numeric>
 #include <vector>
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "conv.h"
 #include "gemm_packed.h"
 #include "phase_copy.h"
 #include "plane_copy.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 
 namespace {
 
@@ -329,4 +326,6 @@ bool conv_shifted(const ConvParams&, const float*, const float*, const float*, f
 
 #endif
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

@@ -74,7 +74,8 @@ void conv_transpose(const TransposeParams& p, const T* x, const T* w, const T* b
             int64_t off = 0;
             bool inside = true;
             for (size_t d = 0; d < r && inside; ++d) {
-              const int64_t o = i_idx[d] * p.w.strides[d] - p.w.pad_begin(d) + k_idx[d] * p.w.dilations[d];
+              const int64_t o =
+                  i_idx[d] * p.w.strides[d] - p.w.pad_begin(d) + k_idx[d] * p.w.dilations[d];
               inside = o >= 0 && o < p.out[d];
               off = off * p.out[d] + o;
             }
@@ -82,7 +83,8 @@ void conv_transpose(const TransposeParams& p, const T* x, const T* w, const T* b
           }
         }
       }
-      for (int64_t o = 0; o < out_size; ++o) y[(n * p.M + m) * out_size + o] = static_cast<T>(acc[o]);
+      for (int64_t o = 0; o < out_size; ++o)
+        y[(n * p.M + m) * out_size + o] = static_cast<T>(acc[o]);
     }
   }
 }

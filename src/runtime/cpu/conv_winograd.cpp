@@ -19,18 +19,15 @@
 // (their _mm512_undefined_ps pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 #include <vector>
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "conv.h"
 #include "gemm_packed.h"
 #include "kernel_util.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -77,7 +74,7 @@ void pack_winograd_weights(const float* w, int64_t m, int64_t c, float* out) {
   }
 }
 
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 
 namespace {
 
@@ -334,4 +331,6 @@ bool conv_winograd(const ConvParams&, const float*, const float*, const float*, 
 
 #endif
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

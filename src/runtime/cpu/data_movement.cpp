@@ -93,7 +93,8 @@ Expected<std::unique_ptr<Kernel>> make_transpose(const KernelContext& ctx) {
       for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
     }
     std::vector<bool> seen(rank, false);
-    if (perm.size() != rank) return node_error(node, "perm has {} entries for rank {}", perm.size(), rank);
+    if (perm.size() != rank)
+      return node_error(node, "perm has {} entries for rank {}", perm.size(), rank);
     for (int64_t& p : perm) {
       PTQ_ASSIGN_OR_RETURN(p, normalize_axis(node, p, static_cast<int64_t>(rank)));
       if (seen[static_cast<size_t>(p)]) return node_error(node, "perm repeats axis {}", p);
@@ -147,7 +148,8 @@ Expected<std::unique_ptr<Kernel>> make_concat(const KernelContext& ctx) {
         int64_t at = o * out_row;
         for (const ir::Tensor* t : in) {
           const int64_t chunk = t->dim(axis) * inner;
-          if (chunk > 0) std::memcpy(dst + at, bytes_of(*t) + o * chunk, static_cast<size_t>(chunk));
+          if (chunk > 0)
+            std::memcpy(dst + at, bytes_of(*t) + o * chunk, static_cast<size_t>(chunk));
           at += chunk;
         }
       }
@@ -180,7 +182,8 @@ Expected<std::unique_ptr<Kernel>> make_split(const KernelContext& ctx) {
                           parts);
       }
       const int64_t chunk = (dim + parts - 1) / parts;
-      for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::clamp(dim - i * chunk, int64_t{0}, chunk));
+      for (int64_t i = 0; i < parts; ++i)
+        sizes.push_back(std::clamp(dim - i * chunk, int64_t{0}, chunk));
     }
     int64_t sum = 0;
     bool negative = false;
@@ -327,8 +330,8 @@ Expected<std::unique_ptr<Kernel>> make_tile(const KernelContext& ctx) {
           rem /= shape[d];
         }
         for (int64_t c = 0; c < cols; c += in_cols) {
-          std::memcpy(dst + (r * cols + c) * static_cast<int64_t>(es), src + off * static_cast<int64_t>(es),
-                      static_cast<size_t>(in_cols) * es);
+          std::memcpy(dst + (r * cols + c) * static_cast<int64_t>(es),
+                      src + off * static_cast<int64_t>(es), static_cast<size_t>(in_cols) * es);
         }
       }
     });

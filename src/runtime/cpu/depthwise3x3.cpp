@@ -9,18 +9,15 @@
 // (their _mm512_undefined_ps pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 #include <vector>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "conv.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 
 namespace {
 
@@ -226,4 +223,6 @@ bool depthwise3x3(const ConvParams&, const float*, const float*, const float*, f
 
 #endif
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

@@ -1,6 +1,6 @@
 // Arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod and the variadic Max, Min,
-// Sum, Mean, and BitShift. Integer arithmetic wraps (two's complement), integer division truncates toward
-// zero as in C and ONNX Runtime; a division by zero gives 0 instead of a trap.
+// Sum, Mean, and BitShift. Integer arithmetic wraps (two's complement), integer division truncates
+// toward zero as in C and ONNX Runtime; a division by zero gives 0 instead of a trap.
 #include <cmath>
 #include <type_traits>
 

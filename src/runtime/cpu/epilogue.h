@@ -3,17 +3,17 @@
 // bit-identical to the unfused one, NaN and signed zeros included.
 #pragma once
 
+#if !defined(PTQ_ISA_NS)
+#error "include isa_begin.h first: this header is compiled once per instruction-set level"
+#endif
+
 #include <algorithm>
 #include <cstdint>
 
 #include "lanes.h"
 #include "ptq/runtime.h"
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 using Activation = Epilogue::Activation;
 
@@ -28,7 +28,7 @@ inline float activate(float x, Activation a, float lo, float hi) {
 // The vector forms rest on (v)maxps / minps returning their second operand unless the first
 // compares greater / less (so when one is NaN, or both are zeros): max(x, 0) is x > 0 ? x : 0,
 // max(lo, x) is x < lo ? lo : x, min(hi, x) is hi < x ? hi : x.
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 inline __m512 activate(__m512 x, Activation a, __m512 lo, __m512 hi) {
   if (a == Activation::kRelu) return _mm512_max_ps(x, _mm512_setzero_ps());
   if (a == Activation::kClip) return _mm512_min_ps(hi, _mm512_max_ps(lo, x));
@@ -54,7 +54,7 @@ inline void finish_run(const float* s, int64_t n, const float* bias, const float
   }
 }
 #endif
-#if defined(__AVX2__)
+#if PTQ_AVX2
 inline __m256 activate(__m256 x, Activation a, __m256 lo, __m256 hi) {
   if (a == Activation::kRelu) return _mm256_max_ps(x, _mm256_setzero_ps());
   if (a == Activation::kClip) return _mm256_min_ps(hi, _mm256_max_ps(lo, x));
@@ -62,4 +62,4 @@ inline __m256 activate(__m256 x, Activation a, __m256 lo, __m256 hi) {
 }
 #endif
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

@@ -20,7 +20,8 @@ Expected<std::vector<int64_t>> checked_indices(const ir::Node& node, const ir::T
   if (!is_integer(t.dtype())) return node_error(node, "indices must be integers");
   std::vector<int64_t> v = to_int64s(t);
   for (int64_t& i : v) {
-    if (i < -dim || i >= dim) return node_error(node, "index {} is out of range [-{}, {})", i, dim, dim);
+    if (i < -dim || i >= dim)
+      return node_error(node, "index {} is out of range [-{}, {})", i, dim, dim);
     if (i < 0) i += dim;
   }
   return v;
@@ -86,7 +87,8 @@ Expected<std::unique_ptr<Kernel>> make_gather_elements(const KernelContext& ctx)
     const ir::Tensor& indices = *in[1];
     PTQ_RETURN_IF_ERROR(check_data(node, data));
     if (indices.rank() != data.rank()) {
-      return node_error(node, "indices rank {} differs from data rank {}", indices.rank(), data.rank());
+      return node_error(node, "indices rank {} differs from data rank {}", indices.rank(),
+                        data.rank());
     }
     PTQ_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(node, axis_attr, data.rank()));
     PTQ_ASSIGN_OR_RETURN(const std::vector<int64_t> idx,
@@ -130,7 +132,8 @@ Expected<std::unique_ptr<Kernel>> make_gather_nd(const KernelContext& ctx) {
       return node_error(node, "batch_dims {} is invalid for ranks {} and {}", batch_dims, r, q);
     }
     const int64_t k = indices.dim(q - 1);
-    if (k < 1 || batch_dims + k > r) return node_error(node, "index tuples of length {} are too long", k);
+    if (k < 1 || batch_dims + k > r)
+      return node_error(node, "index tuples of length {} are too long", k);
     const auto b = static_cast<size_t>(batch_dims);
     ir::Shape shape(indices.shape().begin(), indices.shape().end() - 1);
     shape.insert(shape.end(), data.shape().begin() + batch_dims + k, data.shape().end());
@@ -138,7 +141,8 @@ Expected<std::unique_ptr<Kernel>> make_gather_nd(const KernelContext& ctx) {
     const std::vector<int64_t> idx = to_int64s(indices);
     const auto es = static_cast<int64_t>(ir::dtype_size(data.dtype()));
     const int64_t batch = dims_product(data.shape(), 0, b);
-    const int64_t slice = dims_product(data.shape(), b + static_cast<size_t>(k), data.shape().size());
+    const int64_t slice =
+        dims_product(data.shape(), b + static_cast<size_t>(k), data.shape().size());
     const int64_t per_batch_data = dims_product(data.shape(), b, data.shape().size());
     const int64_t tuples = indices.size() / k / std::max<int64_t>(batch, 1);
     const std::vector<int64_t> ds = strides_of(data.shape());
@@ -149,7 +153,8 @@ Expected<std::unique_ptr<Kernel>> make_gather_nd(const KernelContext& ctx) {
         for (int64_t j = 0; j < k; ++j) {
           const int64_t dim = data.dim(batch_dims + j);
           int64_t v = idx[static_cast<size_t>(tuple_at + j)];
-          if (v < -dim || v >= dim) return node_error(node, "index {} is out of range for dim {}", v, dim);
+          if (v < -dim || v >= dim)
+            return node_error(node, "index {} is out of range for dim {}", v, dim);
           if (v < 0) v += dim;
           off += v * ds[b + static_cast<size_t>(j)];
         }
@@ -186,7 +191,8 @@ Expected<std::unique_ptr<Kernel>> make_compress(const KernelContext& ctx) {
     out[0] = alloc.allocate(x.dtype(), shape);
     const auto es = static_cast<int64_t>(ir::dtype_size(x.dtype()));
     const int64_t outer = dims_product(x.shape(), 0, static_cast<size_t>(axis));
-    const int64_t inner = dims_product(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size()) * es;
+    const int64_t inner =
+        dims_product(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size()) * es;
     const auto n = static_cast<int64_t>(keep.size());
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t j = 0; j < n; ++j) {

@@ -1,11 +1,12 @@
 // Gemm and MatMul (opsets 1–21): reference loops and Eigen-backed float32 kernels.
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include "gemm_kernel.h"
 #include "gemm_packed.h"
 #include "kernel_util.h"
 #include "registry.h"
 #include "shared_packing.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace reference {
 
@@ -345,4 +346,6 @@ Expected<std::unique_ptr<Kernel>> make_matmul(const KernelContext& ctx) {
   return std::unique_ptr<Kernel>(std::make_unique<MatMulKernel>(ctx));
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

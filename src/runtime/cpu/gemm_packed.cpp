@@ -2,6 +2,7 @@
 // (their _mm512_undefined_ps pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include "gemm_packed.h"
 
 #include "lanes.h"
@@ -11,11 +12,7 @@
 #include <cmath>
 #include <utility>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-#include <immintrin.h>
-#endif
-
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -48,7 +45,7 @@ struct Tile {
   bool cold_a;  // the block's first column panel: A is read from memory, prefetched ahead
 };
 
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 
 // Where the micro-kernel reads row q of its B panel (kGemmNR floats, two vectors) from.
 struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
@@ -64,10 +61,10 @@ struct PackedRows {  // a packed panel (pack_b): rows NR floats apart
 // column order, each touching every row, and with 24 to 256 rows far apart the hardware
 // prefetcher does not follow them all, so rows not in cache (batch 32: inputs of 25-77 MB) were
 // read at memory latency. A 1x1 conv 96 -> 24 at 56x56, batch 32, input from memory: 16.6 ->
-// 6.5 ms (docs/perf-history.md). Four panels on (up to 128 KiB of rows before their use, more than L1)
-// measured the same at batch 32 and 3 % slower for MobileNetV2 at batch 1 on two threads,
-// where half of each row comes from the other core. Rows of a padded copy (a larger kernel's
-// taps) are in cache and read as they are.
+// 6.5 ms (docs/perf-history.md). Four panels on (up to 128 KiB of rows before their use, more than
+// L1) measured the same at batch 32 and 3 % slower for MobileNetV2 at batch 1 on two threads, where
+// half of each row comes from the other core. Rows of a padded copy (a larger kernel's taps) are in
+// cache and read as they are.
 template <bool kFar>
 struct ShiftedRows {
   static constexpr int64_t kAhead = NR;  // floats: a panel on, two cache lines
@@ -195,7 +192,7 @@ template <typename Rows>
 constexpr auto kRowsMicro =
     rows_table<Rows>(std::make_integer_sequence<int, static_cast<int>(MR)>{});
 
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif PTQ_AVX2
 
 template <int R>
 void micro(const Tile& t) {
@@ -205,7 +202,8 @@ void micro(const Tile& t) {
   int64_t ldc = t.ldc;
   if (t.cols < NR) {
     for (int r = 0; r < R; ++r) {
-      for (int64_t j = 0; j < NR; ++j) edge[r][j] = !t.first && j < t.cols ? t.c[r * t.ldc + j] : 0.0f;
+      for (int64_t j = 0; j < NR; ++j)
+        edge[r][j] = !t.first && j < t.cols ? t.c[r * t.ldc + j] : 0.0f;
     }
     c = &edge[0][0];
     ldc = NR;
@@ -301,7 +299,8 @@ void pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, float
     float* panel = out + i0 * k;  // panels are MR * k floats apart
     for (int64_t q = 0; q < k; ++q) {
       float* dst = panel + q * MR;
-      for (int64_t r = 0; r < rows; ++r) dst[r] = trans ? a[q * lda + i0 + r] : a[(i0 + r) * lda + q];
+      for (int64_t r = 0; r < rows; ++r)
+        dst[r] = trans ? a[q * lda + i0 + r] : a[(i0 + r) * lda + q];
       std::fill(dst + rows, dst + MR, 0.0f);
     }
   }
@@ -386,7 +385,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
     empty_sum(m, n, c, ldc, e);
     return;
   }
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (m == 1) {  // groups of 8, then 4 whole panels by row_panels; the rest as below
     int64_t j0 = 0;
     for (; j0 + 8 * NR <= n; j0 += 8 * NR)
@@ -403,7 +402,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
     const Tile t = tile_at(pa, pb + j0 * k + k0 * NR, c, ldc, e, k, i0, j0, cols, k0, kc);
     kMicro[static_cast<size_t>(rows - 1)](t);
   });
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (e.stream) _mm_sfence();  // the streamed stores are seen before whatever follows
 #endif
 }
@@ -411,7 +410,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
                   const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& e,
                   bool far_rows) {
-#if defined(__AVX512F__)
+#if PTQ_AVX512
   if (m <= 0 || n <= 0) return true;
   if (k == 0) {
     empty_sum(m, n, c, ldc, e);
@@ -436,4 +435,6 @@ bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float*
 #endif
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

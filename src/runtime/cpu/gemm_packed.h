@@ -1,21 +1,26 @@
 // Single-precision GEMM on packed operands with a register-blocked micro-kernel (AVX-512,
-// AVX2 + FMA, or portable loops, chosen at compile time). A constant operand (conv weights, a
-// Gemm/MatMul weight matrix) is packed once when its kernel is prepared; only the other one is
-// packed per call. One thread; callers tile and parallelise with a shape-only partition.
+// AVX2 + FMA, or portable loops: one per instruction-set level, isa_begin.h). A constant
+// operand (conv weights, a Gemm/MatMul weight matrix) is packed once when its kernel is
+// prepared; only the other one is packed per call. One thread; callers tile and parallelise with a
+// shape-only partition.
 #pragma once
+
+#if !defined(PTQ_ISA_NS)
+#error "include isa_begin.h first: this header is compiled once per instruction-set level"
+#endif
 
 #include <cstdint>
 #include <vector>
 
 #include "epilogue.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 // The micro-kernel computes kGemmMR rows x kGemmNR columns of C in registers.
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 inline constexpr int64_t kGemmMR = 14;  // 28 zmm accumulators
 inline constexpr int64_t kGemmNR = 32;
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif PTQ_AVX2
 inline constexpr int64_t kGemmMR = 6;  // 12 ymm accumulators
 inline constexpr int64_t kGemmNR = 16;
 #else
@@ -66,9 +71,9 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* pa, const float* 
 // up to kGemmNR - 1 floats past column n are read (they must exist) and ignored. Elements are
 // summed over k in order exactly as gemm_packed sums them. `far_rows`: B's rows lie far apart
 // and may not be cached (a 1x1 convolution's input planes), so they are prefetched ahead; the
-// values are the same either way. Returns false where it is not built (no AVX-512).
+// values are the same either way. Returns false below the AVX-512 level.
 bool gemm_shifted(int64_t m, int64_t n, int64_t k, const float* pa, const float* b,
                   const int64_t* boff, float* c, int64_t ldc, const GemmEpilogue& epilogue = {},
                   bool far_rows = false);
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

@@ -39,7 +39,8 @@ Expected<std::unique_ptr<Kernel>> make_constant(const KernelContext& ctx) {
 
 Expected<std::unique_ptr<Kernel>> make_constant_of_shape(const KernelContext& ctx) {
   ir::Tensor value = ir::make_tensor<float>({1}, {0.0f});
-  if (const ir::Attribute* a = ctx.node.attr("value"); a != nullptr && a->type == ir::AttrType::kTensor) {
+  if (const ir::Attribute* a = ctx.node.attr("value");
+      a != nullptr && a->type == ir::AttrType::kTensor) {
     if (a->t.size() != 1 || ir::dtype_size(a->t.dtype()) == 0) {
       return node_error(ctx.node, "value must be a one-element numeric tensor");
     }
@@ -54,7 +55,8 @@ Expected<std::unique_ptr<Kernel>> make_constant_of_shape(const KernelContext& ct
     out[0] = alloc.allocate(value.dtype(), shape);
     const size_t es = ir::dtype_size(value.dtype());
     auto* dst = static_cast<std::byte*>(out[0].raw());
-    for (int64_t i = 0; i < out[0].size(); ++i) std::memcpy(dst + i * static_cast<int64_t>(es), value.raw(), es);
+    for (int64_t i = 0; i < out[0].size(); ++i)
+      std::memcpy(dst + i * static_cast<int64_t>(es), value.raw(), es);
     return Status::ok();
   });
 }

@@ -113,27 +113,28 @@ Expected<std::unique_ptr<Kernel>> make_cum_sum(const KernelContext& ctx) {
     const int64_t outer = dims_product(x.shape(), 0, static_cast<size_t>(axis));
     const int64_t inner = dims_product(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
     const int64_t n = x.dim(axis);
-    const bool ok = dispatch<float, double, int32_t, int64_t, uint32_t, uint64_t>(x.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* src = x.data<T>();
-      T* dst = out[0].data<T>();
-      for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t i = 0; i < inner; ++i) {
-          T acc = 0;
-          for (int64_t s = 0; s < n; ++s) {
-            const int64_t j = reverse ? n - 1 - s : s;
-            const int64_t at = (o * n + j) * inner + i;
-            if (exclusive) {
-              dst[at] = acc;
-              acc += src[at];
-            } else {
-              acc += src[at];
-              dst[at] = acc;
+    const bool ok =
+        dispatch<float, double, int32_t, int64_t, uint32_t, uint64_t>(x.dtype(), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* src = x.data<T>();
+          T* dst = out[0].data<T>();
+          for (int64_t o = 0; o < outer; ++o) {
+            for (int64_t i = 0; i < inner; ++i) {
+              T acc = 0;
+              for (int64_t s = 0; s < n; ++s) {
+                const int64_t j = reverse ? n - 1 - s : s;
+                const int64_t at = (o * n + j) * inner + i;
+                if (exclusive) {
+                  dst[at] = acc;
+                  acc += src[at];
+                } else {
+                  acc += src[at];
+                  dst[at] = acc;
+                }
+              }
             }
           }
-        }
-      }
-    });
+        });
     return ok ? Status::ok() : unsupported_dtype(node, x.dtype());
   });
 }

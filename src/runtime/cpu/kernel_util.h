@@ -199,8 +199,8 @@ inline float* grown(std::vector<float>& buffer, size_t n) {
 // Splits [0, n) into contiguous ranges of at least `min_per_thread` elements, up to four per
 // thread, and calls fn(begin, end) on each, on the calling thread and its helpers
 // (ptq/runtime/task_pool.h): the caller takes ranges from the front while a helper wakes up,
-// helpers from the back. Each element is handled by the same code whatever the split, so results are
-// identical for any thread count as long as fn treats elements independently.
+// helpers from the back. Each element is handled by the same code whatever the split, so results
+// are identical for any thread count as long as fn treats elements independently.
 template <typename F>
 void parallel_for(int threads, int64_t n, F&& fn, int64_t min_per_thread = 1) {
   if (n <= 0) return;

@@ -33,7 +33,8 @@ void normalize_rows(int64_t rows, int64_t d, double eps, const T* x, const T* sc
       const double inv = 1.0 / std::sqrt((d > 0 ? sq / static_cast<double>(d) : 0.0) + eps);
       for (int64_t j = 0; j < d; ++j) {
         const double s = static_cast<double>(per_row ? scale[r] : scale[scale_at[j]]);
-        const double b = bias == nullptr ? 0.0 : static_cast<double>(per_row ? bias[r] : bias[bias_at[j]]);
+        const double b =
+            bias == nullptr ? 0.0 : static_cast<double>(per_row ? bias[r] : bias[bias_at[j]]);
         yr[j] = static_cast<T>((static_cast<double>(xr[j]) - mean) * inv * s + b);
       }
       if (mean_out != nullptr) mean_out[r] = static_cast<float>(mean);
@@ -159,7 +160,8 @@ class InstanceNormKernel final : public Kernel {
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 3));
     const ir::Tensor& x = *in[0];
-    if (x.rank() < 3) return node_error(node_, "X {} must have rank >= 3", ir::shape_str(x.shape()));
+    if (x.rank() < 3)
+      return node_error(node_, "X {} must have rank >= 3", ir::shape_str(x.shape()));
     const int64_t n = x.dim(0), c = x.dim(1), s = dims_product(x.shape(), 2, x.shape().size());
     for (size_t i = 1; i < 3; ++i) {
       if (in[i]->size() != c || in[i]->dtype() != x.dtype()) {

@@ -91,7 +91,8 @@ Expected<PadMode> parse_mode(const ir::Node& node) {
 Expected<std::unique_ptr<Kernel>> make_pad(const KernelContext& ctx) {
   PTQ_ASSIGN_OR_RETURN(const PadMode mode, parse_mode(ctx.node));
   const bool from_inputs = ctx.opset >= 11;
-  const std::vector<int64_t> pads_attr = ctx.node.attr_ints(ctx.opset < 2 ? "paddings" : "pads", {});
+  const std::vector<int64_t> pads_attr =
+      ctx.node.attr_ints(ctx.opset < 2 ? "paddings" : "pads", {});
   const double value_attr = ctx.node.attr_float("value", 0.0f);
   return make_kernel([node = ctx.node, threads = ctx.threads, mode, from_inputs, pads_attr,
                       value_attr](Inputs in, Outputs out, Allocator& alloc) -> Status {

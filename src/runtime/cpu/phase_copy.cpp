@@ -1,11 +1,12 @@
 // The padded phase copy of a conv's input (phase_copy.h).
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include "phase_copy.h"
 
 #include <algorithm>
 
 #include "plane_copy.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -73,4 +74,6 @@ void pad_planes(const Shifted& g, const float* x, int64_t c0, int64_t c1, float*
   }
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

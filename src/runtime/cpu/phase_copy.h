@@ -6,12 +6,16 @@
 // (p = oh * Wq + ow), every tap reads the copy shifted by a constant.
 #pragma once
 
+#if !defined(PTQ_ISA_NS)
+#error "include isa_begin.h first: this header is compiled once per instruction-set level"
+#endif
+
 #include <cstdint>
 #include <vector>
 
 #include "conv.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 // A 2-D conv's geometry with its phase sizes; P = OH * Wq sums an image.
 struct Shifted {
@@ -38,4 +42,4 @@ std::vector<int64_t> tap_offsets(const Shifted& g, const Layout& l);
 // Channels [c0, c1) of one image into their zero-padded phases (image_layout).
 void pad_planes(const Shifted& g, const float* x, int64_t c0, int64_t c1, float* xp);
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

@@ -67,7 +67,8 @@ void pool(const PoolParams& p, bool is_max, const T* x, T* y, int64_t* indices) 
       double sum = 0.0;
       int64_t inside = 0, best_at = -1;
       T best = std::numeric_limits<T>::lowest();
-      if constexpr (std::numeric_limits<T>::has_infinity) best = -std::numeric_limits<T>::infinity();
+      if constexpr (std::numeric_limits<T>::has_infinity)
+        best = -std::numeric_limits<T>::infinity();
       const int64_t padded = for_each_tap(p, o, [&](const Index& pos) {
         int64_t off = 0;
         for (size_t d = 0; d < r; ++d) off = off * p.in[d] + pos[d];
@@ -86,7 +87,8 @@ void pool(const PoolParams& p, bool is_max, const T* x, T* y, int64_t* indices) 
         if (indices != nullptr) indices[plane * out_size + oi] = plane * in_size + best_at;
       } else {
         const int64_t count = p.count_include_pad ? padded : inside;
-        y[plane * out_size + oi] = static_cast<T>(count > 0 ? sum / static_cast<double>(count) : 0.0);
+        y[plane * out_size + oi] =
+            static_cast<T>(count > 0 ? sum / static_cast<double>(count) : 0.0);
       }
     }
   }
@@ -198,7 +200,8 @@ class PoolKernel final : public Kernel {
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 1));
     const ir::Tensor& x = *in[0];
-    if (x.rank() != static_cast<int64_t>(window_.rank()) + 2 || window_.rank() > reference::kMaxRank) {
+    if (x.rank() != static_cast<int64_t>(window_.rank()) + 2 ||
+        window_.rank() > reference::kMaxRank) {
       return node_error(node_, "X {} does not have rank {} (kernel_shape has {} dims)",
                         ir::shape_str(x.shape()), window_.rank() + 2, window_.rank());
     }
@@ -261,7 +264,8 @@ class GlobalPoolKernel final : public Kernel {
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, 1));
     const ir::Tensor& x = *in[0];
-    if (x.rank() < 2) return node_error(node_, "X {} must have rank >= 2", ir::shape_str(x.shape()));
+    if (x.rank() < 2)
+      return node_error(node_, "X {} must have rank >= 2", ir::shape_str(x.shape()));
     ir::Shape shape = x.shape();
     for (size_t d = 2; d < shape.size(); ++d) shape[d] = 1;
     const int64_t planes = x.dim(0) * x.dim(1), s = dims_product(x.shape(), 2, x.shape().size());
@@ -294,7 +298,9 @@ class GlobalPoolKernel final : public Kernel {
 
 }  // namespace
 
-Expected<std::unique_ptr<Kernel>> make_max_pool(const KernelContext& ctx) { return make_pool(ctx, true); }
+Expected<std::unique_ptr<Kernel>> make_max_pool(const KernelContext& ctx) {
+  return make_pool(ctx, true);
+}
 Expected<std::unique_ptr<Kernel>> make_average_pool(const KernelContext& ctx) {
   return make_pool(ctx, false);
 }

@@ -152,7 +152,8 @@ class QuantizeKernel final : public Kernel {
     out[0] = alloc.allocate(to, x.shape());
     std::vector<float> widened;  // float16 / bfloat16 / int32 inputs
     if (x.dtype() != ir::DType::kFloat32) {
-      if (!ir::is_float(x.dtype()) && x.dtype() != ir::DType::kInt32) return unsupported_dtype(node_, x.dtype());
+      if (!ir::is_float(x.dtype()) && x.dtype() != ir::DType::kInt32)
+        return unsupported_dtype(node_, x.dtype());
       widened = scale_values(x);
     }
     const float* xf = widened.empty() ? x.data<float>() : widened.data();
@@ -216,7 +217,8 @@ class DequantizeKernel final : public Kernel {
     const ir::DType to = scale.dtype();
     void* yraw = out[0].raw();
     float* yf = to == ir::DType::kFloat32 ? out[0].data<float>() : nullptr;
-    const bool done = dispatch<int8_t, uint8_t, int16_t, uint16_t, int32_t>(x.dtype(), [&](auto tag) {
+    const bool done = dispatch<int8_t, uint8_t, int16_t, uint16_t,
+                               int32_t>(x.dtype(), [&](auto tag) {
       using Q = typename decltype(tag)::type;
       const Q* xp = x.data<Q>();
       if (!reference_ && m.block == 0 && yf != nullptr) {
@@ -251,11 +253,13 @@ class DequantizeKernel final : public Kernel {
 }  // namespace
 
 Expected<std::unique_ptr<Kernel>> make_quantize_linear(const KernelContext& ctx) {
-  if (ctx.node.attr_int("block_size", 0) < 0) return node_error(ctx.node, "block_size must be >= 0");
+  if (ctx.node.attr_int("block_size", 0) < 0)
+    return node_error(ctx.node, "block_size must be >= 0");
   return std::unique_ptr<Kernel>(std::make_unique<QuantizeKernel>(ctx));
 }
 Expected<std::unique_ptr<Kernel>> make_dequantize_linear(const KernelContext& ctx) {
-  if (ctx.node.attr_int("block_size", 0) < 0) return node_error(ctx.node, "block_size must be >= 0");
+  if (ctx.node.attr_int("block_size", 0) < 0)
+    return node_error(ctx.node, "block_size must be >= 0");
   return std::unique_ptr<Kernel>(std::make_unique<DequantizeKernel>(ctx));
 }
 

@@ -1,8 +1,8 @@
 // Reductions over axes: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
 // ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp (keepdims, noop_with_empty_axes;
 // axes as attribute before opset 18 — 13 for ReduceSum — and as input after), and ArgMax /
-// ArgMin, and Hardmax. Each output element is reduced by one thread in a fixed order, so results do not
-// depend on the thread count. Float sums accumulate in double.
+// ArgMin, and Hardmax. Each output element is reduced by one thread in a fixed order, so results do
+// not depend on the thread count. Float sums accumulate in double.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -2,7 +2,9 @@
 // mode, from scales or sizes. The N-D resize is done one axis at a time: each pass maps
 // [outer, in_len, inner] to [outer, out_len, inner] with per-output-position taps (input index,
 // weight). Linear and cubic interpolation are separable, so this equals the N-D formula.
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "elementwise_util.h"
 #include "registry.h"
@@ -117,35 +119,111 @@ std::vector<Taps> axis_taps(const ResizeAttrs& a, int64_t len_in, int64_t len_ou
   return taps;
 }
 
-// One axis pass: x viewed as [outer, len_in, inner] into y as [outer, len_out, inner].
+// The taps of every output position of one axis in flat arrays, `per` slots a position, so
+// that the inner loops carry no per-position vector. A position uses its first count[o] slots
+// (0: extrapolated, tf_crop_and_resize); the rest are never read, so an infinite input value
+// is never multiplied by a padding weight of 0.
+template <typename Acc>
+struct FlatTaps {
+  size_t per = 1;
+  std::vector<int64_t> index;
+  std::vector<Acc> weight;
+  std::vector<uint8_t> count;
+};
+
+template <typename Acc>
+FlatTaps<Acc> flatten(const std::vector<Taps>& taps) {
+  FlatTaps<Acc> f;
+  for (const Taps& t : taps) f.per = std::max(f.per, t.size());
+  f.index.assign(taps.size() * f.per, 0);
+  f.weight.assign(taps.size() * f.per, Acc(0));
+  for (size_t o = 0; o < taps.size(); ++o) {
+    f.count.push_back(static_cast<uint8_t>(taps[o].size()));
+    for (size_t k = 0; k < taps[o].size(); ++k) {
+      f.index[o * f.per + k] = taps[o][k].index;
+      f.weight[o * f.per + k] = static_cast<Acc>(taps[o][k].weight);
+    }
+  }
+  return f;
+}
+
+// One output row of `inner` values: the weighted sum of the rows its taps name.
+template <typename T, typename Acc>
+void blend_row(const T* base, int64_t inner, const int64_t* index, const Acc* weight,
+               size_t count, T* out) {
+  if (count == 2) {  // linear: the common case, a loop the compiler vectorises
+    const T* a = base + index[0] * inner;
+    const T* b = base + index[1] * inner;
+    for (int64_t i = 0; i < inner; ++i) {
+      out[i] = static_cast<T>(weight[0] * static_cast<Acc>(a[i]) +
+                              weight[1] * static_cast<Acc>(b[i]));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < inner; ++i) {
+    Acc acc = 0;
+    for (size_t k = 0; k < count; ++k) {
+      acc += weight[k] * static_cast<Acc>(base[index[k] * inner + i]);
+    }
+    out[i] = static_cast<T>(acc);
+  }
+}
+
+// One row of the last axis: out[j] from the taps of position j.
+template <typename T, typename Acc>
+void gather_row(const T* base, const FlatTaps<Acc>& f, bool nearest, T extrapolation,
+                int64_t len_out, T* out) {
+  for (int64_t j = 0; j < len_out; ++j) {
+    const size_t at = static_cast<size_t>(j) * f.per;
+    const size_t count = f.count[static_cast<size_t>(j)];
+    if (count == 0 || nearest) {
+      out[j] = count == 0 ? extrapolation : base[f.index[at]];
+      continue;
+    }
+    Acc acc = f.weight[at] * static_cast<Acc>(base[f.index[at]]);
+    for (size_t k = 1; k < count; ++k) {
+      acc += f.weight[at + k] * static_cast<Acc>(base[f.index[at + k]]);
+    }
+    out[j] = static_cast<T>(acc);
+  }
+}
+
+// One axis pass: x viewed as [outer, len_in, inner] into y as [outer, len_out, inner]. Float
+// tensors interpolate in float (as ONNX Runtime does), others in double.
 template <typename T>
 void resize_axis(const ir::Tensor& x, ir::Tensor& y, size_t axis, const std::vector<Taps>& taps,
                  bool nearest, T extrapolation, int threads) {
+  using Acc = std::conditional_t<std::is_same_v<T, float>, float, double>;
   const ir::Shape& s = x.shape();
   const int64_t outer = dims_product(s, 0, axis);
   const int64_t inner = dims_product(s, axis + 1, s.size());
   const int64_t len_in = s[axis];
   const auto len_out = static_cast<int64_t>(taps.size());
+  const FlatTaps<Acc> f = flatten<Acc>(taps);
   const T* src = x.data<T>();
   T* dst = y.data<T>();
+  if (inner == 1) {  // the last axis: whole rows, one gathered value a position
+    parallel_for(threads, outer, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        gather_row(src + o * len_in, f, nearest, extrapolation, len_out, dst + o * len_out);
+      }
+    }, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(len_out, 1)));
+    return;
+  }
   parallel_for(threads, outer * len_out, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t o = r / len_out;
-      const Taps& t = taps[static_cast<size_t>(r % len_out)];
+    int64_t o = b / len_out, j = b % len_out;
+    for (int64_t r = b; r < e; ++r, ++j) {
+      if (j == len_out) j = 0, ++o;
       T* out = dst + r * inner;
-      if (t.empty()) {
-        std::fill(out, out + inner, extrapolation);
-        continue;
-      }
+      const auto at = static_cast<size_t>(j) * f.per;
       const T* base = src + o * len_in * inner;
-      if (nearest) {
-        std::copy(base + t[0].index * inner, base + (t[0].index + 1) * inner, out);
-        continue;
-      }
-      for (int64_t i = 0; i < inner; ++i) {
-        double acc = 0;
-        for (const Tap& tap : t) acc += tap.weight * static_cast<double>(base[tap.index * inner + i]);
-        out[i] = static_cast<T>(acc);
+      const size_t count = f.count[static_cast<size_t>(j)];
+      if (count == 0) {
+        std::fill(out, out + inner, extrapolation);
+      } else if (nearest) {
+        std::copy(base + f.index[at] * inner, base + (f.index[at] + 1) * inner, out);
+      } else {
+        blend_row(base, inner, &f.index[at], &f.weight[at], count, out);
       }
     }
   }, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(inner, 1)));
@@ -267,27 +345,42 @@ template <typename T>
 Status resize_typed(const ResizeAttrs& a, const ir::Tensor& x, const Plan& p, ir::Tensor& y,
                     int threads) {
   const size_t rank = x.shape().size();
+  // An axis with scale 1 is left alone whatever the coordinate mode (as ONNX Runtime does):
+  // tf_half_pixel_for_nn with a ceil rounding would otherwise shift it by one. A crop may still
+  // move an axis of unchanged length.
+  auto resized = [&](size_t d) {
+    return x.shape()[d] != p.out[d] || p.scales[d] != 1.0 || a.coord == "tf_crop_and_resize";
+  };
+  // The innermost axis, whose pass gathers one value at a time, goes first when it grows:
+  // its pass then writes the smaller tensor, and the growing outer axes blend whole rows.
+  std::vector<size_t> order;
+  for (size_t d = 0; d < rank; ++d) {
+    if (resized(d)) order.push_back(d);
+  }
+  if (order.size() > 1 && order.back() == rank - 1 && p.out[rank - 1] >= x.shape()[rank - 1]) {
+    std::rotate(order.begin(), order.end() - 1, order.end());
+  }
+  const size_t last = order.empty() ? rank : order.back();  // the last pass writes y itself
   ir::Tensor cur = x.view();
   ir::Tensor next;
-  for (size_t d = 0; d < rank; ++d) {
+  for (size_t d : order) {
     const int64_t len_in = x.shape()[d];
     const int64_t len_out = p.out[d];
-    // An axis with scale 1 is left alone whatever the coordinate mode (as ONNX Runtime does):
-    // tf_half_pixel_for_nn with a ceil rounding would otherwise shift it by one. A crop may
-    // still move an axis of unchanged length.
-    const bool identity =
-        len_in == len_out && p.scales[d] == 1.0 && a.coord != "tf_crop_and_resize";
-    if (identity) continue;
     const std::vector<Taps> taps =
         axis_taps(a, len_in, len_out, p.scales[d], p.length_resized[d], p.roi[d], p.roi[rank + d]);
+    const bool nearest = a.mode == Mode::kNearest;
+    const auto extrapolation = static_cast<T>(a.extrapolation);
+    if (d == last) {
+      resize_axis<T>(cur, y, d, taps, nearest, extrapolation, threads);
+      return Status::ok();
+    }
     ir::Shape shape = cur.shape();
     shape[d] = len_out;
     next = ir::Tensor(x.dtype(), shape);
-    resize_axis<T>(cur, next, d, taps, a.mode == Mode::kNearest, static_cast<T>(a.extrapolation),
-                   threads);
+    resize_axis<T>(cur, next, d, taps, nearest, extrapolation, threads);
     cur = std::move(next);
   }
-  std::copy(cur.data<T>(), cur.data<T>() + cur.size(), y.data<T>());
+  std::copy(cur.data<T>(), cur.data<T>() + cur.size(), y.data<T>());  // nothing resized
   return Status::ok();
 }
 

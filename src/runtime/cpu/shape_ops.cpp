@@ -43,7 +43,8 @@ Expected<ir::Shape> reshape_target(const ir::Node& node, const ir::Shape& in_sha
   for (size_t i = 0; i < spec.size(); ++i) {
     int64_t d = spec[i];
     if (d == 0 && !allow_zero) {
-      if (i >= in_shape.size()) return node_error(node, "shape[{}] = 0 has no input dim to copy", i);
+      if (i >= in_shape.size())
+        return node_error(node, "shape[{}] = 0 has no input dim to copy", i);
       d = in_shape[i];
     }
     if (d == -1) {
@@ -119,7 +120,8 @@ Expected<std::unique_ptr<Kernel>> make_squeeze(const KernelContext& ctx) {
       PTQ_ASSIGN_OR_RETURN(auto norm, normalize_axes(node, *axes, static_cast<int64_t>(s.size())));
       for (size_t i = 0; i < s.size(); ++i) {
         const bool drop = std::binary_search(norm.begin(), norm.end(), static_cast<int64_t>(i));
-        if (drop && s[i] != 1) return node_error(node, "cannot squeeze axis {} of size {}", i, s[i]);
+        if (drop && s[i] != 1)
+          return node_error(node, "cannot squeeze axis {} of size {}", i, s[i]);
         if (!drop) shape.push_back(s[i]);
       }
     }

@@ -1,10 +1,11 @@
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include "shared_packing.h"
 
 #include <map>
 #include <mutex>
 #include <tuple>
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -44,4 +45,6 @@ PackedWeights shared_packing(const void* data, const std::array<int64_t, 4>& par
   return packed;
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

@@ -6,13 +6,17 @@
 // kernel borrowing them lives, so while an entry lives its address names one content.
 #pragma once
 
+#if !defined(PTQ_ISA_NS)
+#error "include isa_begin.h first: this header is compiled once per instruction-set level"
+#endif
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 using PackedWeights = std::shared_ptr<const float[]>;
 
@@ -21,4 +25,4 @@ using PackedWeights = std::shared_ptr<const float[]>;
 PackedWeights shared_packing(const void* data, const std::array<int64_t, 4>& params, size_t floats,
                              const std::function<void(float*)>& pack);
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS

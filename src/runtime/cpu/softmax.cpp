@@ -6,20 +6,17 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "exp.h"
 #include "kernel_util.h"
 #include "lanes.h"
 #include "registry.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -38,9 +35,11 @@ void softmax(const Rows& r, bool log, const T* x, T* y) {
     for (int64_t i = 0; i < r.inner; ++i) {
       const int64_t base = o * r.d * r.inner + i;
       double mx = -INFINITY;
-      for (int64_t j = 0; j < r.d; ++j) mx = std::max(mx, static_cast<double>(x[base + j * r.inner]));
+      for (int64_t j = 0; j < r.d; ++j)
+        mx = std::max(mx, static_cast<double>(x[base + j * r.inner]));
       double sum = 0.0;
-      for (int64_t j = 0; j < r.d; ++j) sum += std::exp(static_cast<double>(x[base + j * r.inner]) - mx);
+      for (int64_t j = 0; j < r.d; ++j)
+        sum += std::exp(static_cast<double>(x[base + j * r.inner]) - mx);
       for (int64_t j = 0; j < r.d; ++j) {
         const double v = static_cast<double>(x[base + j * r.inner]) - mx;
         y[base + j * r.inner] = static_cast<T>(log ? v - std::log(sum) : std::exp(v) / sum);
@@ -57,7 +56,7 @@ namespace {
 // into lane j % 16), the lanes then combined in a fixed order: the same result for any thread
 // count. With AVX-512 the lanes are one register and combine as a tree (a row of 16, an
 // attention row, was bound by a sequential combine's latency).
-#if defined(__AVX512F__)
+#if PTQ_AVX512
 float row_max(int64_t d, const float* x) {
   __m512 m = _mm512_set1_ps(-INFINITY);
   int64_t j = 0;
@@ -182,4 +181,6 @@ Expected<std::unique_ptr<Kernel>> make_log_softmax(const KernelContext& ctx) {
   return std::unique_ptr<Kernel>(std::make_unique<SoftmaxKernel>(ctx, true));
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

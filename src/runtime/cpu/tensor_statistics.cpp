@@ -2,8 +2,8 @@
 // host tensor, in parallel on the task pool. The tensor is cut into fixed chunks (independent
 // of the thread count); per-chunk min/max are combined in chunk order and each run of chunks
 // is binned into a private histogram, summed in run order. Integer counts and min/max do not
-// depend on order, so the results are bit-identical for any thread count. calibrators/histogram.cpp is the serial
-// reference; tests hold the two equal.
+// depend on order, so the results are bit-identical for any thread count. calibrators/histogram.cpp
+// is the serial reference; tests hold the two equal.
 #include "tensor_statistics.h"
 
 #include <algorithm>
@@ -272,7 +272,8 @@ MinMaxStats HostTensorStatistics::minmax() const {
     return minmax_of(range, tensor_.size(), threads_);
   }
   with_loader(tensor_, [&](auto load) {
-    s = minmax_of([&](int64_t b, int64_t e) { return minmax_range(load, b, e); }, tensor_.size(), threads_);
+    s = minmax_of([&](int64_t b, int64_t e) { return minmax_range(load, b, e); }, tensor_.size(),
+                  threads_);
   });
   return s;
 }
@@ -285,8 +286,8 @@ void HostTensorStatistics::histogram(double T, std::span<uint64_t> counts) const
     return;
   }
   with_loader(tensor_, [&](auto load) {
-    histogram_of([&](int64_t b, int64_t e, uint64_t* h) { bin_loop(load, b, e, T, h); }, tensor_.size(),
-                 threads_, counts);
+    histogram_of([&](int64_t b, int64_t e, uint64_t* h) { bin_loop(load, b, e, T, h); },
+                 tensor_.size(), threads_, counts);
   });
 }
 

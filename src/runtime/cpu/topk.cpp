@@ -62,7 +62,8 @@ Expected<std::unique_ptr<Kernel>> make_topk(const KernelContext& ctx) {
       k = in[1]->as_int64(0);
     }
     if (k < 0 || k > x.dim(axis)) {
-      return node_error(node, "K = {} is out of range for axis {} of size {}", k, axis, x.dim(axis));
+      return node_error(node, "K = {} is out of range for axis {} of size {}", k, axis,
+                        x.dim(axis));
     }
     ir::Shape shape = x.shape();
     shape[static_cast<size_t>(axis)] = k;

@@ -83,7 +83,8 @@ Expected<VkInstance> create_instance() {
   VkInstance instance = VK_NULL_HANDLE;
   const VkResult r = vkCreateInstance(&ci, nullptr, &instance);
   if (r != VK_SUCCESS) {
-    return runtime_error("no usable Vulkan loader or driver (vkCreateInstance: {})", result_name(r));
+    return runtime_error("no usable Vulkan loader or driver (vkCreateInstance: {})",
+                         result_name(r));
   }
   keep_drivers_loaded();
   return instance;
@@ -169,8 +170,8 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   info.max_storage_buffer_range = props.properties.limits.maxStorageBufferRange;
   info.float64 = features.shaderFloat64 == VK_TRUE;
   info.int64 = features.shaderInt64 == VK_TRUE;
-  info.cooperative_matrix =
-      has_extension(pd, "VK_KHR_cooperative_matrix") || has_extension(pd, "VK_NV_cooperative_matrix");
+  info.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix") ||
+                            has_extension(pd, "VK_NV_cooperative_matrix");
   info.usable = v12 && compute_queue_family(pd) >= 0;
   return info;
 }
@@ -281,7 +282,9 @@ void Context::open_pipeline_cache(const std::string& cache_dir) {
   const std::filesystem::path dir(cache_dir);
   std::string uuid;
   for (uint8_t byte : props_.pipelineCacheUUID) uuid += fmt::format("{:02x}", byte);
-  cache_file_ = (dir / fmt::format("pipelines-{:04x}-{:04x}-{}.bin", props_.vendorID, props_.deviceID, uuid)).string();
+  cache_file_ =
+      (dir / fmt::format("pipelines-{:04x}-{:04x}-{}.bin", props_.vendorID, props_.deviceID, uuid))
+          .string();
   std::vector<char> data;
   if (std::ifstream in(cache_file_, std::ios::binary); in) {
     data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -331,7 +334,8 @@ Context::~Context() {
     const auto t1 = std::chrono::steady_clock::now();
     save_pipeline_cache();
     cache_ms = ms_since(t1);
-    if (pipeline_cache_ != VK_NULL_HANDLE) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+    if (pipeline_cache_ != VK_NULL_HANDLE)
+      vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
     if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
     if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
     const auto t2 = std::chrono::steady_clock::now();
@@ -372,13 +376,15 @@ Expected<const Pipeline*> Context::pipeline(std::string_view name, uint32_t bind
 Status Context::prepare_pipelines(const std::vector<std::pair<std::string, uint32_t>>& shaders) {
   std::vector<std::pair<std::string, uint32_t>> todo;
   for (const auto& s : shaders) {
-    const bool queued = std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == s.first; });
+    const bool queued =
+        std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == s.first; });
     if (!queued && pipelines_.count(s.first) == 0) todo.push_back(s);
   }
   if (todo.empty()) return Status::ok();
   std::vector<Expected<std::unique_ptr<Pipeline>>> built;
   built.reserve(todo.size());
-  for (size_t i = 0; i < todo.size(); ++i) built.emplace_back(runtime_error("vulkan: pipeline not built"));
+  for (size_t i = 0; i < todo.size(); ++i)
+    built.emplace_back(runtime_error("vulkan: pipeline not built"));
   const int workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto build = [&](int64_t i) {
     const auto& [name, bindings] = todo[static_cast<size_t>(i)];
@@ -394,7 +400,8 @@ Status Context::prepare_pipelines(const std::vector<std::pair<std::string, uint3
 
 // vkCreateComputePipelines may run on several threads at once (the pipeline cache is
 // internally synchronized); nothing else here touches shared state.
-Expected<std::unique_ptr<Pipeline>> Context::build_pipeline(std::string_view name, uint32_t bindings,
+Expected<std::unique_ptr<Pipeline>> Context::build_pipeline(std::string_view name,
+                                                            uint32_t bindings,
                                                             uint32_t push_bytes) const {
   const ShaderCode* code = find_shader(name);
   if (code == nullptr) return runtime_error("vulkan: no embedded shader '{}'", name);

@@ -30,7 +30,8 @@ Expected<ConvGeometry> geometry(const OpBuild& b, bool transposed) {
   const ir::Shape& x = b.in(0).shape;
   const ir::Shape& wt = b.in(1).shape;
   const ir::Shape& y = b.outputs[0].shape;
-  if (x.size() != 3 && x.size() != 4) return unsupported("{}-D convolution", static_cast<int64_t>(x.size()) - 2);
+  if (x.size() != 3 && x.size() != 4)
+    return unsupported("{}-D convolution", static_cast<int64_t>(x.size()) - 2);
   if (wt.size() != x.size()) return unsupported("weights of rank {}", wt.size());
   const bool is_1d = x.size() == 3;
   ConvGeometry g;
@@ -62,7 +63,8 @@ Expected<ConvGeometry> geometry(const OpBuild& b, bool transposed) {
   g.pw = win.pad_begin(w_at);
   g.ph_end = is_1d ? 0 : win.pad_end(0);
   g.pw_end = win.pad_end(w_at);
-  if (g.groups <= 0 || g.ic % g.groups != 0 || g.oc % g.groups != 0) return unsupported("bad group count");
+  if (g.groups <= 0 || g.ic % g.groups != 0 || g.oc % g.groups != 0)
+    return unsupported("bad group count");
   if (g.dh > 32767 || g.dw > 32767 || g.kh * g.dh > 32767 || g.kw * g.dw > 32767) {
     return unsupported("convolution window too large");
   }
@@ -107,7 +109,8 @@ class ConvOp final : public VulkanOp {
  public:
   enum class Kind { kGemm1x1, kImplicit, kDirect };
 
-  ConvOp(Kind kind, const ConvGeometry& g, bool has_bias, Buffer ktable, SplitK split, Buffer partial)
+  ConvOp(Kind kind, const ConvGeometry& g, bool has_bias, Buffer ktable, SplitK split,
+         Buffer partial)
       : kind_(kind),
         g_(g),
         has_bias_(has_bias),
@@ -199,7 +202,8 @@ class ConvOp final : public VulkanOp {
         dp.act = act_.kind;
         dp.act_min = act_.min;
         dp.act_max = act_.max;
-        return rec.dispatch("conv_direct", {*in[0], *in[1], bias, out[0]}, dp, groups_for(dp.n, kLocal));
+        return rec.dispatch("conv_direct", {*in[0], *in[1], bias, out[0]}, dp,
+                            groups_for(dp.n, kLocal));
       }
     }
     return Status::ok();
@@ -209,7 +213,8 @@ class ConvOp final : public VulkanOp {
   // The K slices into partial_, then their sum (+ bias, activation) into the output.
   Status record_split(Recorder& rec, const ConvGemmPush& cp, const Binding& x, const Binding& w,
                       const Binding& bias, const Binding& y) {
-    const ConvSplitPush sp{cp, static_cast<uint32_t>(split_.k_split), static_cast<uint32_t>(split_.splits)};
+    const ConvSplitPush sp{cp, static_cast<uint32_t>(split_.k_split),
+                           static_cast<uint32_t>(split_.splits)};
     const int64_t slots = g_.groups * split_.splits;
     const GemmTile tile = gemm_tile(rec.context(), cp.M, cp.N, slots);
     const uint32_t gx = (cp.N + tile.n - 1) / tile.n, gy = (cp.M + tile.m - 1) / tile.m;
@@ -228,7 +233,8 @@ class ConvOp final : public VulkanOp {
     rp.act = act_.kind;
     rp.act_min = act_.min;
     rp.act_max = act_.max;
-    return rec.dispatch("conv_splitk_reduce", {partial_, bias, y}, rp, groups_for(rp.total, kLocal));
+    return rec.dispatch("conv_splitk_reduce", {partial_, bias, y}, rp,
+                        groups_for(rp.total, kLocal));
   }
 
   Kind kind_;
@@ -282,7 +288,8 @@ Expected<std::unique_ptr<VulkanOp>> make_conv_vulkan(const OpBuild& b) {
     split = split_k(blocks_to_fill(b.ctx), ocg, g.n * p, g.groups, k, b.conv_split_k);
     if (split.splits > 1) {
       const int64_t bytes = split.splits * g.oc * g.n * p * static_cast<int64_t>(sizeof(float));
-      PTQ_ASSIGN_OR_RETURN(partial, Buffer::create(b.ctx, static_cast<size_t>(bytes), Buffer::Kind::kDevice));
+      PTQ_ASSIGN_OR_RETURN(
+          partial, Buffer::create(b.ctx, static_cast<size_t>(bytes), Buffer::Kind::kDevice));
     }
   }
   return std::unique_ptr<VulkanOp>(

@@ -31,7 +31,8 @@ std::vector<int64_t> contiguous_strides(const ir::Shape& s) {
 Expected<uint32_t> words_of(ir::DType t) {
   const size_t size = ir::dtype_size(t);
   if (size == 4 || size == 8) return static_cast<uint32_t>(size / 4);
-  return unsupported("{} elements do not move on Vulkan (4- and 8-byte types do)", ir::dtype_name(t));
+  return unsupported("{} elements do not move on Vulkan (4- and 8-byte types do)",
+                     ir::dtype_name(t));
 }
 
 // Builds the push constants of one strided copy, merging dims both sides walk contiguously.
@@ -93,11 +94,14 @@ class CopyOp final : public VulkanOp {
   std::vector<Piece> pieces_;
 };
 
-Expected<std::unique_ptr<VulkanOp>> single_copy(const ir::Shape& dims, const std::vector<int64_t>& ss,
-                                                int64_t src_off, ir::DType dtype) {
+Expected<std::unique_ptr<VulkanOp>> single_copy(const ir::Shape& dims,
+                                                const std::vector<int64_t>& ss, int64_t src_off,
+                                                ir::DType dtype) {
   PTQ_ASSIGN_OR_RETURN(uint32_t words, words_of(dtype));
-  PTQ_ASSIGN_OR_RETURN(CopyPush push, copy_layout(dims, ss, contiguous_strides(dims), src_off, 0, words));
-  return std::unique_ptr<VulkanOp>(std::make_unique<CopyOp>(std::vector<CopyOp::Piece>{{0, 0, push}}));
+  PTQ_ASSIGN_OR_RETURN(CopyPush push,
+                       copy_layout(dims, ss, contiguous_strides(dims), src_off, 0, words));
+  return std::unique_ptr<VulkanOp>(
+      std::make_unique<CopyOp>(std::vector<CopyOp::Piece>{{0, 0, push}}));
 }
 
 }  // namespace
@@ -108,7 +112,8 @@ Expected<std::unique_ptr<VulkanOp>> make_transpose_vulkan(const OpBuild& b) {
   std::vector<int64_t> perm(static_cast<size_t>(rank));
   std::iota(perm.rbegin(), perm.rend(), 0);
   perm = b.node.attr_ints("perm", perm);
-  if (static_cast<int64_t>(perm.size()) != rank) return unsupported("Transpose perm does not match the rank");
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return unsupported("Transpose perm does not match the rank");
   const std::vector<int64_t> st = contiguous_strides(in);
   ir::Shape dims(perm.size());
   std::vector<int64_t> ss(perm.size());
@@ -130,7 +135,8 @@ Expected<std::unique_ptr<VulkanOp>> make_slice_vulkan(const OpBuild& b) {
     axes = b.node.attr_ints("axes", {});
   } else {
     for (size_t i = 1; i < 5; ++i) {
-      if (b.has_input(i) && b.constant(i) == nullptr) return unsupported("Slice input {} is not a constant", i);
+      if (b.has_input(i) && b.constant(i) == nullptr)
+        return unsupported("Slice input {} is not a constant", i);
     }
     starts = to_int64s(*b.constant(1));
     ends = to_int64s(*b.constant(2));
@@ -194,8 +200,9 @@ Expected<std::unique_ptr<VulkanOp>> make_concat_vulkan(const OpBuild& b) {
   for (size_t k = 0; k < b.inputs.size(); ++k) {
     const ir::Shape& s = b.in(k).shape;
     if (ir::num_elements(s) > 0) {
-      PTQ_ASSIGN_OR_RETURN(CopyPush push, copy_layout(s, contiguous_strides(s), ds, 0,
-                                                      offset * ds[static_cast<size_t>(axis)], words));
+      PTQ_ASSIGN_OR_RETURN(CopyPush push,
+                           copy_layout(s, contiguous_strides(s), ds, 0,
+                                       offset * ds[static_cast<size_t>(axis)], words));
       pieces.push_back({k, 0, push});
     }
     offset += s[static_cast<size_t>(axis)];
@@ -215,8 +222,9 @@ Expected<std::unique_ptr<VulkanOp>> make_split_vulkan(const OpBuild& b) {
     if (!b.outputs[k].present) return unsupported("Split with an omitted output");
     const ir::Shape& s = b.outputs[k].shape;
     if (ir::num_elements(s) > 0) {
-      PTQ_ASSIGN_OR_RETURN(CopyPush push, copy_layout(s, ss, contiguous_strides(s),
-                                                      offset * ss[static_cast<size_t>(axis)], 0, words));
+      PTQ_ASSIGN_OR_RETURN(CopyPush push,
+                           copy_layout(s, ss, contiguous_strides(s),
+                                       offset * ss[static_cast<size_t>(axis)], 0, words));
       pieces.push_back({0, k, push});
     }
     offset += s[static_cast<size_t>(axis)];
@@ -253,7 +261,8 @@ Expected<std::unique_ptr<VulkanOp>> make_gather_vulkan(const OpBuild& b) {
                        normalize_axis(b.node, b.node.attr_int("axis", 0), rank));
   PTQ_ASSIGN_OR_RETURN(uint32_t words, words_of(b.in(0).dtype));
   const ir::DType it = b.in(1).dtype;
-  if (it != ir::DType::kInt64 && it != ir::DType::kInt32) return unsupported("Gather indices of {}", ir::dtype_name(it));
+  if (it != ir::DType::kInt64 && it != ir::DType::kInt32)
+    return unsupported("Gather indices of {}", ir::dtype_name(it));
   GatherOp::Push push{};
   push.n = static_cast<uint32_t>(ir::num_elements(b.outputs[0].shape));
   push.axis_len = static_cast<uint32_t>(data[static_cast<size_t>(axis)]);
@@ -264,7 +273,8 @@ Expected<std::unique_ptr<VulkanOp>> make_gather_vulkan(const OpBuild& b) {
   Buffer indices;
   if (const ir::Tensor* c = b.constant(1)) {
     std::vector<int32_t> v(static_cast<size_t>(c->size()));
-    for (int64_t i = 0; i < c->size(); ++i) v[static_cast<size_t>(i)] = static_cast<int32_t>(c->as_int64(i));
+    for (int64_t i = 0; i < c->size(); ++i)
+      v[static_cast<size_t>(i)] = static_cast<int32_t>(c->as_int64(i));
     PTQ_ASSIGN_OR_RETURN(indices, upload_buffer(b.ctx, v.data(), v.size() * sizeof(int32_t)));
     push.index_words = 1;
   }
@@ -283,7 +293,8 @@ struct PadPush {
 }  // namespace
 
 Expected<std::unique_ptr<VulkanOp>> make_pad_vulkan(const OpBuild& b) {
-  if (ir::dtype_size(b.in(0).dtype) != 4) return unsupported("Pad of {}", ir::dtype_name(b.in(0).dtype));
+  if (ir::dtype_size(b.in(0).dtype) != 4)
+    return unsupported("Pad of {}", ir::dtype_name(b.in(0).dtype));
   const ir::Shape& in = b.in(0).shape;
   const int64_t rank = static_cast<int64_t>(in.size());
   if (rank > 6) return unsupported("Pad of rank {}", rank);
@@ -294,10 +305,12 @@ Expected<std::unique_ptr<VulkanOp>> make_pad_vulkan(const OpBuild& b) {
     value = b.node.attr_float("value", 0.0f);
   } else {
     for (size_t i = 1; i < 4; ++i) {
-      if (b.has_input(i) && b.constant(i) == nullptr) return unsupported("Pad input {} is not a constant", i);
+      if (b.has_input(i) && b.constant(i) == nullptr)
+        return unsupported("Pad input {} is not a constant", i);
     }
     pads = to_int64s(*b.constant(1));
-    if (b.has_input(2) && b.constant(2)->size() > 0) value = static_cast<float>(b.constant(2)->as_double(0));
+    if (b.has_input(2) && b.constant(2)->size() > 0)
+      value = static_cast<float>(b.constant(2)->as_double(0));
   }
   std::vector<int64_t> axes(static_cast<size_t>(rank));
   std::iota(axes.begin(), axes.end(), 0);
@@ -305,7 +318,11 @@ Expected<std::unique_ptr<VulkanOp>> make_pad_vulkan(const OpBuild& b) {
   if (pads.size() != 2 * axes.size()) return unsupported("Pad pads do not match the axes");
   PadPush p;
   const std::string mode = b.node.attr_string("mode", "constant");
-  p.mode = mode == "constant" ? 0 : mode == "reflect" ? 1 : mode == "edge" ? 2 : mode == "wrap" ? 3 : 9;
+  p.mode = mode == "constant"  ? 0
+           : mode == "reflect" ? 1
+           : mode == "edge"    ? 2
+           : mode == "wrap"    ? 3
+                               : 9;
   if (p.mode == 9) return unsupported("Pad mode '{}'", mode);
   p.n = static_cast<uint32_t>(ir::num_elements(b.outputs[0].shape));
   p.rank = static_cast<uint32_t>(rank);
@@ -315,7 +332,8 @@ Expected<std::unique_ptr<VulkanOp>> make_pad_vulkan(const OpBuild& b) {
     p.value = static_cast<uint32_t>(static_cast<int32_t>(value));
   }
   for (int64_t d = 0; d < rank; ++d) {
-    p.out_dims[static_cast<size_t>(d)] = static_cast<uint32_t>(b.outputs[0].shape[static_cast<size_t>(d)]);
+    p.out_dims[static_cast<size_t>(d)] =
+        static_cast<uint32_t>(b.outputs[0].shape[static_cast<size_t>(d)]);
     p.in_dims[static_cast<size_t>(d)] = static_cast<uint32_t>(in[static_cast<size_t>(d)]);
   }
   for (size_t k = 0; k < axes.size(); ++k) {
@@ -337,7 +355,8 @@ Expected<std::unique_ptr<VulkanOp>> make_pad_vulkan(const OpBuild& b) {
 }
 
 Expected<std::unique_ptr<VulkanOp>> make_resize_vulkan(const OpBuild& b) {
-  if (b.in(0).dtype != ir::DType::kFloat32) return unsupported("Resize of {}", ir::dtype_name(b.in(0).dtype));
+  if (b.in(0).dtype != ir::DType::kFloat32)
+    return unsupported("Resize of {}", ir::dtype_name(b.in(0).dtype));
   const ir::Shape& in = b.in(0).shape;
   const ir::Shape& out = b.outputs[0].shape;
   const size_t r = in.size();
@@ -345,7 +364,8 @@ Expected<std::unique_ptr<VulkanOp>> make_resize_vulkan(const OpBuild& b) {
   for (size_t d = 0; d + 2 < r; ++d) {
     if (in[d] != out[d]) return unsupported("Resize of a dim other than the last two");
   }
-  if (b.node.attr_int("antialias", 0) != 0 || b.node.has_attr("axes")) return unsupported("Resize with antialias or axes");
+  if (b.node.attr_int("antialias", 0) != 0 || b.node.has_attr("axes"))
+    return unsupported("Resize with antialias or axes");
   struct Push {
     uint32_t n, in_h, in_w, out_h, out_w;
     float scale_h, scale_w;

@@ -23,14 +23,16 @@ using Bindings = std::map<std::string, int64_t>;
 
 // Binds the symbols of one declared input to the fed tensor's dims; "" or why not.
 std::string bind_input(const ir::ValueInfo& declared, const ir::Tensor& fed, Bindings& b) {
-  if (declared.type.dtype != fed.dtype()) return fmt::format("input '{}' is fed as another dtype", declared.name);
+  if (declared.type.dtype != fed.dtype())
+    return fmt::format("input '{}' is fed as another dtype", declared.name);
   if (!declared.type.dims || declared.type.dims->size() != fed.shape().size()) {
     return fmt::format("input '{}' has no declared shape of the fed rank", declared.name);
   }
   for (size_t d = 0; d < fed.shape().size(); ++d) {
     const ir::Dim& dim = (*declared.type.dims)[d];
     const int64_t size = fed.shape()[d];
-    if (dim.known() && dim.value != size) return fmt::format("input '{}' dim {} differs", declared.name, d);
+    if (dim.known() && dim.value != size)
+      return fmt::format("input '{}' dim {} differs", declared.name, d);
     if (dim.known() || dim.param.empty()) continue;
     auto [it, fresh] = b.try_emplace(dim.param, size);
     if (!fresh && it->second != size) return fmt::format("symbol '{}' is fed two sizes", dim.param);
@@ -66,7 +68,8 @@ ir::Tensor stand_in(const ir::Node& node, size_t slot, const ValueFacts& fact) {
   if (divisor && !ir::is_float(fact.dtype) && fact.dtype != ir::DType::kString) {
     const size_t size = ir::dtype_size(fact.dtype);
     auto* bytes = static_cast<std::byte*>(t.raw());
-    for (int64_t i = 0; i < t.size(); ++i) bytes[static_cast<size_t>(i) * size] = std::byte{1};  // little-endian 1
+    for (int64_t i = 0; i < t.size(); ++i)
+      bytes[static_cast<size_t>(i) * size] = std::byte{1};  // little-endian 1
   }
   return t;
 }
@@ -84,7 +87,8 @@ struct Folder {
     if (auto f = out.folded.find(name); f != out.folded.end()) return f->second.view();
     auto fact = out.facts.find(name);
     if (!reads_shape_only(node) || fact == out.facts.end()) return std::nullopt;
-    return ir::Tensor::borrow(fact->second.dtype, fact->second.shape, static_cast<const void*>(nullptr));
+    return ir::Tensor::borrow(fact->second.dtype, fact->second.shape,
+                              static_cast<const void*>(nullptr));
   }
 
   // Runs a node whose declared output types are not settled on stand-in inputs: by the rules
@@ -112,7 +116,9 @@ struct Folder {
     auto kernel = cpu.create_kernel(kc);
     const Status ran = kernel.has_value() ? (*kernel)->run(ins, outs, alloc) : kernel.status();
     if (!ran.is_ok()) {
-      why = ran.message().starts_with(node.label()) ? ran.message() : fmt::format("{}: {}", node.label(), ran.message());
+      why = ran.message().starts_with(node.label())
+                ? ran.message()
+                : fmt::format("{}: {}", node.label(), ran.message());
       return false;
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
@@ -182,7 +188,8 @@ bool shape_input(const ir::Node& node, size_t i) {
 }
 
 bool random_op(const ir::Node& node) {
-  return node.op_type.starts_with("Random") || node.op_type == "Multinomial" || node.op_type == "Bernoulli";
+  return node.op_type.starts_with("Random") || node.op_type == "Multinomial" ||
+         node.op_type == "Bernoulli";
 }
 
 }  // namespace
@@ -203,12 +210,15 @@ Expected<std::unordered_set<std::string>> static_values(const ir::Graph& graph) 
       if (in.empty()) continue;
       const bool st = s.count(in) > 0;
       if (!st && shape_input(node, i)) {
-        return invalid_input("{}: the Vulkan executor needs shapes that follow from the input "
-                             "shapes, and input '{}' of this op is computed from values", node.label(), in);
+        return invalid_input(
+            "{}: the Vulkan executor needs shapes that follow from the input "
+            "shapes, and input '{}' of this op is computed from values",
+            node.label(), in);
       }
       all = all && st;
     }
-    const bool from_shapes = node.in_default_domain() && (node.op_type == "Shape" || node.op_type == "Size");
+    const bool from_shapes =
+        node.in_default_domain() && (node.op_type == "Shape" || node.op_type == "Size");
     if ((all || from_shapes) && !random_op(node)) {
       for (const std::string& o : node.outputs) {
         if (!o.empty()) s.insert(o);
@@ -225,7 +235,8 @@ Expected<std::optional<ShapeFacts>> declared_shape_facts(
   ShapeFacts out;
   Bindings bindings;
   for (const ir::ValueInfo* in : graph.real_inputs()) {
-    auto fed = std::find_if(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == in->name; });
+    auto fed = std::find_if(inputs.begin(), inputs.end(),
+                            [&](const auto& p) { return p.first == in->name; });
     if (fed == inputs.end()) {
       why = fmt::format("input '{}' is not fed", in->name);
       return kUnsettled;
@@ -239,8 +250,9 @@ Expected<std::optional<ShapeFacts>> declared_shape_facts(
   Folder folder{graph, opset, cpu, out};
   for (size_t n : order) {
     const ir::Node& node = graph.nodes[n];
-    const bool is_static = std::any_of(node.outputs.begin(), node.outputs.end(),
-                                       [&](const std::string& o) { return !o.empty() && statics.count(o); });
+    const bool is_static =
+        std::any_of(node.outputs.begin(), node.outputs.end(),
+                    [&](const std::string& o) { return !o.empty() && statics.count(o); });
     if (is_static) {
       PTQ_ASSIGN_OR_RETURN(bool ran, folder.run(node, why));
       if (!ran) return kUnsettled;
@@ -250,7 +262,8 @@ Expected<std::optional<ShapeFacts>> declared_shape_facts(
     for (const std::string& o : node.outputs) {
       if (o.empty()) continue;
       auto t = types.find(o);
-      std::optional<ir::Shape> shape = t == types.end() ? std::nullopt : concrete(t->second->type, bindings);
+      std::optional<ir::Shape> shape =
+          t == types.end() ? std::nullopt : concrete(t->second->type, bindings);
       if (!shape) {
         settled = false;
         break;

@@ -26,8 +26,8 @@ Expected<std::unordered_set<std::string>> static_values(const ir::Graph& graph);
 // inputs match their declared types with each symbolic dim bound to one size, and every node
 // output that is not static has a declared dtype and a shape whose dims are known or bound (or
 // its node runs on `cpu` with stand-in inputs). Static values (from constants and shapes alone)
-// are computed by running their nodes on `cpu`. nullopt, with the reason in `why`, when the types leave anything open; an error only
-// when a static node fails to run.
+// are computed by running their nodes on `cpu`. nullopt, with the reason in `why`, when the types
+// leave anything open; an error only when a static node fails to run.
 Expected<std::optional<ShapeFacts>> declared_shape_facts(
     const ir::Graph& graph, int64_t opset, const runtime::NamedTensors& inputs,
     const std::unordered_set<std::string>& statics, runtime::Backend& cpu, std::string& why);

@@ -109,17 +109,24 @@ class BinaryOp final : public VulkanOp {
                 std::span<const DeviceTensor> out) override {
     const DeviceTensor& y = out[0];
     if (in.size() == 1) {
-      struct { uint32_t n, op; float alpha, beta; } push{static_cast<uint32_t>(y.size()), 29, 1.0f, 0.0f};
+      struct {
+        uint32_t n, op;
+        float alpha, beta;
+      } push{static_cast<uint32_t>(y.size()), 29, 1.0f, 0.0f};
       return rec.dispatch("unary", {*in[0], y}, push, groups_for(y.size(), kLocal));
     }
     for (size_t s = 0; s < steps_.size(); ++s) {
       BinaryPush push = steps_[s];
       push.op = static_cast<uint32_t>(code_);
       const Binding a = s == 0 ? Binding(*in[0]) : Binding(y);
-      PTQ_RETURN_IF_ERROR(rec.dispatch("binary", {a, *in[s + 1], y}, push, groups_for(push.n, kLocal)));
+      PTQ_RETURN_IF_ERROR(
+          rec.dispatch("binary", {a, *in[s + 1], y}, push, groups_for(push.n, kLocal)));
     }
     if (mean_scale_ != 1.0f) {
-      struct { uint32_t n, op; float alpha, beta; } push{static_cast<uint32_t>(y.size()), 30, mean_scale_, 0.0f};
+      struct {
+        uint32_t n, op;
+        float alpha, beta;
+      } push{static_cast<uint32_t>(y.size()), 30, mean_scale_, 0.0f};
       PTQ_RETURN_IF_ERROR(rec.dispatch("unary", {y, y}, push, groups_for(y.size(), kLocal)));
     }
     return Status::ok();
@@ -151,7 +158,10 @@ class UnaryOp final : public VulkanOp {
   bool reads_on_device(size_t i) const override { return i == 0; }
   Status record(Recorder& rec, std::span<const DeviceTensor* const> in,
                 std::span<const DeviceTensor> out) override {
-    struct { uint32_t n, op; float alpha, beta; } push{static_cast<uint32_t>(out[0].size()), code_, alpha_, beta_};
+    struct {
+      uint32_t n, op;
+      float alpha, beta;
+    } push{static_cast<uint32_t>(out[0].size()), code_, alpha_, beta_};
     return rec.dispatch("unary", {*in[0], out[0]}, push, groups_for(out[0].size(), kLocal));
   }
 
@@ -186,7 +196,9 @@ class ChannelAffineOp final : public VulkanOp {
   bool reads_on_device(size_t i) const override { return i == 0; }
   Status record(Recorder& rec, std::span<const DeviceTensor* const> in,
                 std::span<const DeviceTensor> out) override {
-    struct { uint32_t n, channels, inner; } push{static_cast<uint32_t>(out[0].size()), channels_, inner_};
+    struct {
+      uint32_t n, channels, inner;
+    } push{static_cast<uint32_t>(out[0].size()), channels_, inner_};
     return rec.dispatch("channel_affine", {*in[0], scale_, shift_, out[0]}, push,
                         groups_for(out[0].size(), kLocal));
   }
@@ -262,7 +274,8 @@ Expected<std::unique_ptr<VulkanOp>> make_batchnorm_vulkan(const OpBuild& b) {
   const ir::Tensor* t[4];
   for (size_t i = 0; i < 4; ++i) {
     t[i] = b.constant(i + 1);
-    if (t[i] == nullptr || t[i]->size() != c) return unsupported("BatchNormalization parameters are not constant");
+    if (t[i] == nullptr || t[i]->size() != c)
+      return unsupported("BatchNormalization parameters are not constant");
   }
   const double eps = b.node.attr_float("epsilon", 1e-5f);
   std::vector<float> scale(static_cast<size_t>(c)), shift(static_cast<size_t>(c));

@@ -1,8 +1,8 @@
 // The Vulkan executor. For each new set of input shapes (and observed values) it learns every
 // value's shape and the values computable from shapes alone (from the declared value types
-// when they settle them, else by running the CPU executor once), then builds a Program (program.h) and replays it for every batch: inputs uploaded, the
-// recorded command buffers submitted, CPU fallback steps run between them, statistics and
-// outputs read back.
+// when they settle them, else by running the CPU executor once), then builds a Program (program.h)
+// and replays it for every batch: inputs uploaded, the recorded command buffers submitted, CPU
+// fallback steps run between them, statistics and outputs read back.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -32,7 +32,9 @@ namespace {
 class ShapeRecorder final : public runtime::Observer {
  public:
   explicit ShapeRecorder(const std::unordered_set<std::string>& statics) : statics_(statics) {}
-  std::vector<std::string> wanted(const ir::Graph& graph) override { return every_value_name(graph); }
+  std::vector<std::string> wanted(const ir::Graph& graph) override {
+    return every_value_name(graph);
+  }
   Status observe(const runtime::ObservedTensor& t) override {
     facts[t.name] = ValueFacts{t.dtype, t.shape, true};
     if (statics_.count(t.name) && t.host != nullptr && !folded.count(t.name)) {
@@ -58,13 +60,15 @@ void parallel_copy(void* dst, const void* src, size_t bytes, int threads) {
   }
   auto copy = [&](int64_t c) {
     const size_t at = static_cast<size_t>(c) * kChunk;
-    std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, std::min(kChunk, bytes - at));
+    std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at,
+                std::min(kChunk, bytes - at));
   };
   runtime::run_tasks(threads, chunks, copy);
 }
 
 // The observed values of `blk` whose statistics the GPU computes (float32 on the device).
-std::vector<std::pair<std::string, DeviceTensor>> device_statistics(const Program& prog, const Block& blk) {
+std::vector<std::pair<std::string, DeviceTensor>> device_statistics(const Program& prog,
+                                                                    const Block& blk) {
   std::vector<std::pair<std::string, DeviceTensor>> tensors;
   for (int id : blk.observed) {
     const Value& v = prog.values[static_cast<size_t>(id)];
@@ -102,12 +106,14 @@ class VulkanExecutor final : public runtime::Executor {
 
  private:
   Expected<ShapeFacts> shape_facts(const runtime::NamedTensors& inputs, std::string& why);
-  Expected<Program*> program_for(const runtime::NamedTensors& inputs, const std::vector<std::string>& observed);
+  Expected<Program*> program_for(const runtime::NamedTensors& inputs,
+                                 const std::vector<std::string>& observed);
   Status execute(Program& prog, const runtime::NamedTensors& inputs,
                  std::span<runtime::Observer* const> observers, runtime::NamedTensors& outputs);
   Status show(Program& prog, int id, const runtime::TensorStatistics& stats, const ir::Tensor* host,
               std::span<runtime::Observer* const> observers);
-  Status show_host(Program& prog, int id, const ir::Tensor& host, std::span<runtime::Observer* const> observers);
+  Status show_host(Program& prog, int id, const ir::Tensor& host,
+                   std::span<runtime::Observer* const> observers);
   void free_commands(Program& prog) {
     if (prog.timer) report_timing(prog);
     for (Block& b : prog.blocks) ctx_->free_command_buffer(b.cmd);
@@ -140,12 +146,14 @@ class VulkanExecutor final : public runtime::Executor {
 // Shapes from the declared value types when they settle every value (no CPU run), else from
 // running the batch once on the CPU executor; `why` says why the declared types did not do.
 // VulkanOptions::cpu_shape_pass always runs the CPU pass (to compare the two).
-Expected<ShapeFacts> VulkanExecutor::shape_facts(const runtime::NamedTensors& inputs, std::string& why) {
+Expected<ShapeFacts> VulkanExecutor::shape_facts(const runtime::NamedTensors& inputs,
+                                                 std::string& why) {
   if (options_.cpu_shape_pass) {
     why = "asked for (VulkanOptions::cpu_shape_pass)";
   } else {
-    PTQ_ASSIGN_OR_RETURN(std::optional<ShapeFacts> declared,
-                         declared_shape_facts(model_.graph, model_.opset(""), inputs, statics_, *cpu_, why));
+    PTQ_ASSIGN_OR_RETURN(
+        std::optional<ShapeFacts> declared,
+        declared_shape_facts(model_.graph, model_.opset(""), inputs, statics_, *cpu_, why));
     if (declared) return std::move(*declared);
   }
   if (!shapes_) {
@@ -183,8 +191,8 @@ Expected<Program*> VulkanExecutor::program_for(const runtime::NamedTensors& inpu
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<Program> prog,
                        build_program(env, shapes.facts, std::move(shapes.folded), observed));
   if (ctx_->timing()) {
-    fmt::print(stderr, "ptq: vulkan: new program: shapes {:.1f} ms ({}), build {:.1f} ms\n", shape_ms,
-               why.empty() ? "declared types" : "CPU shape pass: " + why, ms_since(t1));
+    fmt::print(stderr, "ptq: vulkan: new program: shapes {:.1f} ms ({}), build {:.1f} ms\n",
+               shape_ms, why.empty() ? "declared types" : "CPU shape pass: " + why, ms_since(t1));
   }
   if (!prog->fallback_nodes.empty()) {
     if (options_.strict) {
@@ -212,7 +220,9 @@ Status VulkanExecutor::show(Program& prog, int id, const runtime::TensorStatisti
                             const ir::Tensor* host, std::span<runtime::Observer* const> observers) {
   const Value& v = prog.values[static_cast<size_t>(id)];
   const ir::Node* producer =
-      v.producer_step >= 0 ? &model_.graph.nodes[prog.steps[static_cast<size_t>(v.producer_step)].node] : nullptr;
+      v.producer_step >= 0
+          ? &model_.graph.nodes[prog.steps[static_cast<size_t>(v.producer_step)].node]
+          : nullptr;
   runtime::ObservedTensor shown{v.name, producer, v.shape, v.dtype, host, stats};
   for (size_t i = 0; i < observers.size(); ++i) {
     const std::vector<std::string>& names = wanted_[observers[i]];
@@ -225,7 +235,8 @@ Status VulkanExecutor::show(Program& prog, int id, const runtime::TensorStatisti
 
 Status VulkanExecutor::show_host(Program& prog, int id, const ir::Tensor& host,
                                  std::span<runtime::Observer* const> observers) {
-  std::unique_ptr<runtime::TensorStatistics> stats = cpu_->statistics(host, std::max(options_.threads, 1));
+  std::unique_ptr<runtime::TensorStatistics> stats =
+      cpu_->statistics(host, std::max(options_.threads, 1));
   return show(prog, id, *stats, &host, observers);
 }
 
@@ -233,15 +244,19 @@ Status VulkanExecutor::execute(Program& prog, const runtime::NamedTensors& input
                                std::span<runtime::Observer* const> observers,
                                runtime::NamedTensors& outputs) {
   std::vector<ir::Tensor> host(prog.values.size());
-  auto root_of = [&](int id) -> const Value& { return prog.values[static_cast<size_t>(prog.values[static_cast<size_t>(id)].root)]; };
+  auto root_of = [&](int id) -> const Value& {
+    return prog.values[static_cast<size_t>(prog.values[static_cast<size_t>(id)].root)];
+  };
   // A host view of value `id` with its own shape (static, host-produced, or downloaded).
   auto host_view = [&](int id) -> ir::Tensor {
     const Value& v = prog.values[static_cast<size_t>(id)];
     if (v.constant != nullptr) return v.constant->view();
     const Value& r = root_of(id);
     const int rid = v.root;
-    if (!r.on_gpu) return ir::Tensor::borrow(v.dtype, v.shape, host[static_cast<size_t>(rid)].raw());
-    return ir::Tensor::borrow(v.dtype, v.shape, prog.staging[static_cast<size_t>(r.staging)].mapped());
+    if (!r.on_gpu)
+      return ir::Tensor::borrow(v.dtype, v.shape, host[static_cast<size_t>(rid)].raw());
+    return ir::Tensor::borrow(v.dtype, v.shape,
+                              prog.staging[static_cast<size_t>(r.staging)].mapped());
   };
 
   for (const auto& [name, t] : inputs) {
@@ -249,16 +264,19 @@ Status VulkanExecutor::execute(Program& prog, const runtime::NamedTensors& input
     host[static_cast<size_t>(id)] = t.view();
     const Value& v = prog.values[static_cast<size_t>(id)];
     if (v.needs_device && t.nbytes() > 0) {
-      parallel_copy(prog.staging[static_cast<size_t>(v.staging)].mapped(), t.raw(), t.nbytes(), options_.threads);
+      parallel_copy(prog.staging[static_cast<size_t>(v.staging)].mapped(), t.raw(), t.nbytes(),
+                    options_.threads);
     }
   }
   // Inputs, constants and folded values are shown first, as the CPU executor does.
   for (size_t id = 0; id < prog.values.size(); ++id) {
     const Value& v = prog.values[id];
     if (!v.observed || (!v.graph_input && v.constant == nullptr)) continue;
-    PTQ_RETURN_IF_ERROR(show_host(prog, static_cast<int>(id), host_view(static_cast<int>(id)), observers));
+    PTQ_RETURN_IF_ERROR(
+        show_host(prog, static_cast<int>(id), host_view(static_cast<int>(id)), observers));
   }
-  for (int id : prog.start_observed) PTQ_RETURN_IF_ERROR(show_host(prog, id, host_view(id), observers));
+  for (int id : prog.start_observed)
+    PTQ_RETURN_IF_ERROR(show_host(prog, id, host_view(id), observers));
 
   HostAllocator alloc;
   for (size_t b = 0; b < prog.blocks.size(); ++b) {
@@ -271,7 +289,8 @@ Status VulkanExecutor::execute(Program& prog, const runtime::NamedTensors& input
       const Value& v = prog.values[static_cast<size_t>(id)];
       if (v.stats_slot >= 0) {
         VulkanTensorStatistics stats(histograms_, v.name, prog.device_tensor(id),
-                                     decode_minmax(slots + static_cast<size_t>(v.stats_slot) * 8), stats_error_);
+                                     decode_minmax(slots + static_cast<size_t>(v.stats_slot) * 8),
+                                     stats_error_);
         PTQ_RETURN_IF_ERROR(show(prog, id, stats, nullptr, observers));
       } else {
         PTQ_RETURN_IF_ERROR(show_host(prog, id, host_view(id), observers));
@@ -298,18 +317,22 @@ Status VulkanExecutor::execute(Program& prog, const runtime::NamedTensors& input
         const int id = st.outputs[i];
         if (id < 0) continue;
         Value& v = prog.values[static_cast<size_t>(id)];
-        if (outs[i].empty()) return runtime_error("{}: output '{}' was not produced", node.label(), v.name);
+        if (outs[i].empty())
+          return runtime_error("{}: output '{}' was not produced", node.label(), v.name);
         if (outs[i].shape() != v.shape || outs[i].dtype() != v.dtype) {
-          return runtime_error("{}: output '{}' is {} {} but the shape pass saw {} {}", node.label(), v.name,
-                               ir::dtype_name(outs[i].dtype()), ir::shape_str(outs[i].shape()),
-                               ir::dtype_name(v.dtype), ir::shape_str(v.shape));
+          return runtime_error("{}: output '{}' is {} {} but the shape pass saw {} {}",
+                               node.label(), v.name, ir::dtype_name(outs[i].dtype()),
+                               ir::shape_str(outs[i].shape()), ir::dtype_name(v.dtype),
+                               ir::shape_str(v.shape));
         }
         host[static_cast<size_t>(id)] = std::move(outs[i]);
         if (v.needs_device && v.staging >= 0 && v.bytes() > 0) {
-          std::memcpy(prog.staging[static_cast<size_t>(v.staging)].mapped(), host[static_cast<size_t>(id)].raw(), v.bytes());
+          std::memcpy(prog.staging[static_cast<size_t>(v.staging)].mapped(),
+                      host[static_cast<size_t>(id)].raw(), v.bytes());
         }
       }
-      for (int id : st.observe_after) PTQ_RETURN_IF_ERROR(show_host(prog, id, host_view(id), observers));
+      for (int id : st.observe_after)
+        PTQ_RETURN_IF_ERROR(show_host(prog, id, host_view(id), observers));
     }
   }
   outputs.clear();
@@ -327,10 +350,13 @@ Expected<runtime::NamedTensors> VulkanExecutor::run(const runtime::NamedTensors&
     if (it == wanted_.end()) {
       std::vector<std::string> names = o->wanted(model_.graph);
       for (const std::string& n : names) {
-        const bool known = model_.graph.initializer(n) != nullptr || model_.graph.is_graph_input(n) ||
-                           std::any_of(model_.graph.nodes.begin(), model_.graph.nodes.end(), [&](const ir::Node& node) {
-                             return std::find(node.outputs.begin(), node.outputs.end(), n) != node.outputs.end();
-                           });
+        const bool known = model_.graph.initializer(n) != nullptr ||
+                           model_.graph.is_graph_input(n) ||
+                           std::any_of(model_.graph.nodes.begin(), model_.graph.nodes.end(),
+                                       [&](const ir::Node& node) {
+                                         return std::find(node.outputs.begin(), node.outputs.end(),
+                                                          n) != node.outputs.end();
+                                       });
         if (!known) return invalid_input("an observer wants tensor '{}', which the model lacks", n);
       }
       std::sort(names.begin(), names.end());
@@ -339,8 +365,8 @@ Expected<runtime::NamedTensors> VulkanExecutor::run(const runtime::NamedTensors&
     }
     observed.insert(it->second.begin(), it->second.end());
   }
-  PTQ_ASSIGN_OR_RETURN(Program * prog,
-                       program_for(inputs, std::vector<std::string>(observed.begin(), observed.end())));
+  PTQ_ASSIGN_OR_RETURN(Program * prog, program_for(inputs, std::vector<std::string>(
+                                                               observed.begin(), observed.end())));
   // Inputs the program was not built for (another name set) fail in the shape pass; here only
   // the names need checking, since the program key holds dtypes and shapes.
   for (const auto& [name, t] : inputs) {

@@ -15,7 +15,9 @@ int64_t blocks_to_fill(const Context& ctx) {
 
 GemmTile gemm_tile(const Context& ctx, int64_t m, int64_t n, int64_t batch) {
   const int64_t enough = blocks_to_fill(ctx);
-  auto blocks = [&](int64_t bm, int64_t bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch; };
+  auto blocks = [&](int64_t bm, int64_t bn) {
+    return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch;
+  };
   if (m >= 128 && n >= 128 && blocks(128, 128) >= enough) return {128, 128, "_l"};
   if (m >= 48 && m <= 64 && n >= 256 && blocks(64, 256) >= enough) return {64, 256, "_w"};
   if (m >= 48 && n >= 128 && blocks(64, 128) >= enough) return {64, 128, "_m"};
@@ -41,8 +43,10 @@ uint32_t vec_flags(const GemmPush& p) {
 }  // namespace
 
 Status record_gemm(Recorder& rec, const GemmPush& push, int64_t batch, const Binding& a,
-                   const Binding& b, const Binding& bias, const Binding& c, const GemmTile* forced) {
-  const GemmTile tile = forced != nullptr ? *forced : gemm_tile(rec.context(), push.M, push.N, batch);
+                   const Binding& b, const Binding& bias, const Binding& c,
+                   const GemmTile* forced) {
+  const GemmTile tile =
+      forced != nullptr ? *forced : gemm_tile(rec.context(), push.M, push.N, batch);
   GemmPush p = push;
   p.flags = vec_flags(push);
   const uint32_t gx = (p.N + tile.n - 1) / tile.n, gy = (p.M + tile.m - 1) / tile.m;
@@ -87,7 +91,8 @@ bool float_io(const OpBuild& b) {
 Status check_limits(int64_t m, int64_t n, int64_t k, int64_t batch) {
   const int64_t limit = int64_t{1} << 31;
   if (m * k >= limit || k * n >= limit || m * n * batch >= limit || batch > 65535) {
-    return unsupported("a GEMM of {}x{}x{} (batch {}) exceeds the shader's 32-bit indexing", m, n, k, batch);
+    return unsupported("a GEMM of {}x{}x{} (batch {}) exceeds the shader's 32-bit indexing", m, n,
+                       k, batch);
   }
   return Status::ok();
 }

@@ -19,7 +19,8 @@ struct GemmPush {
   float alpha = 1.0f, beta = 1.0f;
   uint32_t act = 0;  // 0 none, 1 relu, 2 clip
   float act_min = 0.0f, act_max = 0.0f;
-  uint32_t flags = 0;  // kVec*: operands the shader may read and write as aligned vec4 (record_gemm sets them)
+  uint32_t flags =
+      0;  // kVec*: operands the shader may read and write as aligned vec4 (record_gemm sets them)
 };
 
 // gemm.comp's flags: A is k-contiguous, B and C n-contiguous, and all 16-byte aligned.
@@ -34,8 +35,8 @@ struct GemmTile {
 // How many workgroups a dispatch needs to keep `ctx` busy: one per multiprocessor on a GPU.
 int64_t blocks_to_fill(const Context& ctx);
 
-// The largest block tile (128x128 "_l", 64x256 "_w", 64x128 "_m", 64x64) that still gives `ctx` enough
-// blocks to keep busy and does not leave most of a tile's rows empty.
+// The largest block tile (128x128 "_l", 64x256 "_w", 64x128 "_m", 64x64) that still gives `ctx`
+// enough blocks to keep busy and does not leave most of a tile's rows empty.
 GemmTile gemm_tile(const Context& ctx, int64_t m, int64_t n, int64_t batch);
 
 // Records C = act(alpha A·B + beta bias) for `batch` matrices (z of the dispatch), with the

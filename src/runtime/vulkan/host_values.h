@@ -13,7 +13,9 @@ namespace ptq::vulkan {
 // Outputs of nodes run on the CPU: plain owned tensors, alive as long as the caller keeps them.
 class HostAllocator final : public runtime::Allocator {
  public:
-  ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) override { return ir::Tensor(dtype, shape); }
+  ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) override {
+    return ir::Tensor(dtype, shape);
+  }
 };
 
 // Every real input and every node output of `graph`, in graph order.

@@ -62,7 +62,8 @@ class VulkanOp {
 // does not run on Vulkan; the executor then runs it on the CPU.
 using OpFactory = Expected<std::unique_ptr<VulkanOp>> (*)(const OpBuild& build);
 
-#define PTQ_VULKAN_OP(op, factory) Expected<std::unique_ptr<VulkanOp>> factory(const OpBuild& build);
+#define PTQ_VULKAN_OP(op, factory) \
+  Expected<std::unique_ptr<VulkanOp>> factory(const OpBuild& build);
 #include "ops.inc"
 #undef PTQ_VULKAN_OP
 

@@ -35,7 +35,8 @@ Expected<std::unique_ptr<VulkanOp>> make_pool_vulkan(const OpBuild& b) {
   if (b.outputs.size() > 1 && b.outputs[1].present) return unsupported("MaxPool with Indices");
   const ir::Shape& x = b.in(0).shape;
   const ir::Shape& y = b.outputs[0].shape;
-  if (x.size() != 3 && x.size() != 4) return unsupported("{}-D pooling", static_cast<int64_t>(x.size()) - 2);
+  if (x.size() != 3 && x.size() != 4)
+    return unsupported("{}-D pooling", static_cast<int64_t>(x.size()) - 2);
   const bool is_1d = x.size() == 3;
   const size_t nd = is_1d ? 1 : 2;
   const std::vector<int64_t> k = node.attr_ints("kernel_shape", {});

@@ -31,11 +31,15 @@ struct Builder {
 
   int root(int id) const { return id < 0 ? -1 : prog.values[static_cast<size_t>(id)].root; }
   Value& val(int id) { return prog.values[static_cast<size_t>(id)]; }
-  bool is_static(int id) const { return id >= 0 && prog.values[static_cast<size_t>(id)].constant != nullptr; }
+  bool is_static(int id) const {
+    return id >= 0 && prog.values[static_cast<size_t>(id)].constant != nullptr;
+  }
 
   Status add_values(const std::unordered_map<std::string, ValueFacts>& facts,
                     std::unordered_map<std::string, ir::Tensor>& folded);
   Status make_steps(const std::vector<size_t>& order);
+  bool is_view(const ir::Node& node, const Step& step);
+  bool unused(int id);
   OpBuild op_build(const Step& step) const;
   void fuse_activations();
   void mark_residency();
@@ -115,13 +119,43 @@ OpBuild Builder::op_build(const Step& step) const {
   return b;
 }
 
+// A value no node reads, no observer wants and the caller is not given.
+bool Builder::unused(int id) {
+  if (id < 0) return true;
+  if (val(id).observed || val(id).graph_output) return false;
+  return std::none_of(graph.nodes.begin(), graph.nodes.end(), [&](const ir::Node& n) {
+    return std::find(n.inputs.begin(), n.inputs.end(), val(id).name) != n.inputs.end();
+  });
+}
+
+bool Builder::is_view(const ir::Node& node, const Step& step) {
+  if (!is_view_op(node, opset) || step.inputs.empty() || step.inputs[0] < 0 ||
+      step.outputs[0] < 0 || is_static(step.inputs[0]) ||
+      val(step.inputs[0]).dtype != val(step.outputs[0]).dtype) {
+    return false;
+  }
+  if (node.op_type != "Dropout") return true;
+  // Its mask (all true) is made by the CPU kernel when anything wants it; so is the error of a
+  // training-mode Dropout (random, refused).
+  if (step.outputs.size() > 1 && !unused(step.outputs[1])) return false;
+  const int training = step.inputs.size() > 2 ? step.inputs[2] : -1;
+  const int ratio = step.inputs.size() > 1 ? step.inputs[1] : -1;
+  if (training < 0) return true;
+  const ir::Tensor* t = val(training).constant;
+  const ir::Tensor* r = ratio >= 0 ? val(ratio).constant : nullptr;
+  const bool off = t != nullptr && t->size() == 1 && t->as_int64(0) == 0;
+  const bool no_ratio = r != nullptr && r->size() == 1 && r->as_double(0) == 0.0;
+  return off || no_ratio;
+}
+
 Status Builder::make_steps(const std::vector<size_t>& order) {
   for (size_t n : order) {
     const ir::Node& node = graph.nodes[n];
     Step step;
     step.node = n;
     for (const std::string& in : node.inputs) step.inputs.push_back(in.empty() ? -1 : prog.id(in));
-    for (const std::string& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : prog.id(out));
+    for (const std::string& out : node.outputs)
+      step.outputs.push_back(out.empty() ? -1 : prog.id(out));
     const int s = static_cast<int>(prog.steps.size());
     for (int id : step.outputs) {
       if (id >= 0) val(id).producer_step = s;
@@ -130,15 +164,14 @@ Status Builder::make_steps(const std::vector<size_t>& order) {
                                     [&](int id) { return id < 0 || is_static(id); });
     if (folded) {
       step.kind = StepKind::kFolded;
-    } else if (is_view_op(node, opset) && !step.inputs.empty() && step.inputs[0] >= 0 &&
-               step.outputs[0] >= 0 && val(step.inputs[0]).dtype == val(step.outputs[0]).dtype &&
-               !is_static(step.inputs[0])) {
+    } else if (is_view(node, step)) {
       step.kind = StepKind::kView;
       val(step.outputs[0]).root = root(step.inputs[0]);
     } else {
       for (size_t i = 0; i < step.outputs.size(); ++i) {
         const int id = step.outputs[i];
-        if (id >= 0 && val(id).dtype == ir::DType::kUndefined && !graph.is_graph_output(node.outputs[i])) {
+        if (id >= 0 && val(id).dtype == ir::DType::kUndefined &&
+            !graph.is_graph_output(node.outputs[i])) {
           step.outputs[i] = -1;  // never produced (an unused optional output)
         }
       }
@@ -180,7 +213,8 @@ void Builder::fuse_activations() {
     if (st.kind != StepKind::kGpu || st.inputs.empty() || st.inputs[0] < 0) continue;
     const int x = st.inputs[0];
     const Value& xv = val(x);
-    if (xv.producer_step < 0 || xv.observed || xv.graph_output || uses[static_cast<size_t>(x)] != 1) continue;
+    if (xv.producer_step < 0 || xv.observed || xv.graph_output || uses[static_cast<size_t>(x)] != 1)
+      continue;
     Step& prod = prog.steps[static_cast<size_t>(xv.producer_step)];
     if (prod.kind != StepKind::kGpu) continue;
     std::optional<Activation> act = fusable_activation(op_build(st));
@@ -188,6 +222,13 @@ void Builder::fuse_activations() {
     st.kind = StepKind::kView;
     st.op.reset();
     val(st.outputs[0]).root = x;
+  }
+  // Views made before the fusion (a Flatten after the Relu) still name the activation's output
+  // as their root, which has no storage now: point every view at its input's root again (steps
+  // are in topological order, so an input's root is final when its reader is reached).
+  for (const Step& st : prog.steps) {
+    if (st.kind != StepKind::kView || st.outputs[0] < 0) continue;
+    val(st.outputs[0]).root = root(st.inputs[0]);
   }
 }
 
@@ -199,7 +240,8 @@ void Builder::mark_residency() {
       }
       for (size_t i = 0; i < st.inputs.size(); ++i) {
         const int id = st.inputs[i];
-        if (id >= 0 && !is_static(id) && st.op->reads_on_device(i)) val(root(id)).needs_device = true;
+        if (id >= 0 && !is_static(id) && st.op->reads_on_device(i))
+          val(root(id)).needs_device = true;
       }
     } else if (st.kind == StepKind::kHost) {
       for (int id : st.inputs) {
@@ -242,7 +284,8 @@ void Builder::form_blocks() {
       prog.blocks.back().host_steps.push_back(s);
       closed = true;
       for (int id : st.outputs) {
-        if (id >= 0 && val(id).observed) prog.steps[static_cast<size_t>(s)].observe_after.push_back(id);
+        if (id >= 0 && val(id).observed)
+          prog.steps[static_cast<size_t>(s)].observe_after.push_back(id);
       }
     } else if (st.kind == StepKind::kView) {
       // An observed view is read where its root is: with the block that produces a GPU root,
@@ -348,26 +391,31 @@ Status Builder::layout_arena() {
   std::vector<int> roots;
   for (size_t i = 0; i < prog.values.size(); ++i) {
     const Value& v = prog.values[i];
-    if (v.root == static_cast<int>(i) && v.constant == nullptr && v.needs_device && v.dtype != ir::DType::kUndefined) {
+    if (v.root == static_cast<int>(i) && v.constant == nullptr && v.needs_device &&
+        v.dtype != ir::DType::kUndefined) {
       roots.push_back(static_cast<int>(i));
     }
   }
-  std::stable_sort(roots.begin(), roots.end(), [&](int a, int b) { return val(a).first < val(b).first; });
+  std::stable_sort(roots.begin(), roots.end(),
+                   [&](int a, int b) { return val(a).first < val(b).first; });
   std::vector<Placed> placed;
   int64_t top = 0;
-  const int64_t align = std::max<int64_t>(kAlign, static_cast<int64_t>(env.ctx.limits().minStorageBufferOffsetAlignment));
+  const int64_t align = std::max<int64_t>(
+      kAlign, static_cast<int64_t>(env.ctx.limits().minStorageBufferOffsetAlignment));
   for (int id : roots) {
     Value& v = val(id);
     const int64_t size = align_up(std::max<int64_t>(static_cast<int64_t>(v.bytes()), 4), align);
     if (static_cast<uint64_t>(size) > env.ctx.limits().maxStorageBufferRange) {
-      return unsupported("tensor '{}' ({} bytes) exceeds the device's storage buffer range ({} bytes)",
-                         v.name, v.bytes(), env.ctx.limits().maxStorageBufferRange);
+      return unsupported(
+          "tensor '{}' ({} bytes) exceeds the device's storage buffer range ({} bytes)", v.name,
+          v.bytes(), env.ctx.limits().maxStorageBufferRange);
     }
     std::vector<Placed> live;
     for (const Placed& p : placed) {
       if (p.last >= v.first) live.push_back(p);
     }
-    std::sort(live.begin(), live.end(), [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    std::sort(live.begin(), live.end(),
+              [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
     int64_t at = 0;
     for (const Placed& p : live) {
       if (p.offset - at >= size) break;
@@ -378,8 +426,9 @@ Status Builder::layout_arena() {
     top = std::max(top, at + size);
   }
   prog.arena_bytes = top;
-  PTQ_ASSIGN_OR_RETURN(prog.arena, Buffer::create(env.ctx, static_cast<size_t>(std::max<int64_t>(top, 256)),
-                                                   Buffer::Kind::kDevice));
+  PTQ_ASSIGN_OR_RETURN(prog.arena,
+                       Buffer::create(env.ctx, static_cast<size_t>(std::max<int64_t>(top, 256)),
+                                      Buffer::Kind::kDevice));
   return Status::ok();
 }
 
@@ -412,7 +461,8 @@ Status Builder::allocate_staging() {
   }
   const size_t stats_bytes = static_cast<size_t>(std::max(slots, 1)) * 8 * sizeof(uint32_t);
   PTQ_ASSIGN_OR_RETURN(prog.stats, Buffer::create(env.ctx, stats_bytes, Buffer::Kind::kDevice));
-  PTQ_ASSIGN_OR_RETURN(prog.stats_staging, Buffer::create(env.ctx, stats_bytes, Buffer::Kind::kStaging));
+  PTQ_ASSIGN_OR_RETURN(prog.stats_staging,
+                       Buffer::create(env.ctx, stats_bytes, Buffer::Kind::kStaging));
   return Status::ok();
 }
 
@@ -425,9 +475,11 @@ Expected<std::vector<int>> Builder::constants_to_upload() {
     if (st.kind != StepKind::kGpu) continue;
     for (size_t i = 0; i < st.inputs.size(); ++i) {
       const int id = st.inputs[i];
-      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || !seen.insert(id).second) continue;
+      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || !seen.insert(id).second)
+        continue;
       const Value& v = val(id);
-      if (v.constant->dtype() == ir::DType::kString) return unsupported("string constant '{}' on Vulkan", v.name);
+      if (v.constant->dtype() == ir::DType::kString)
+        return unsupported("string constant '{}' on Vulkan", v.name);
       const bool initializer = graph.initializer(v.name) != nullptr;
       if (!initializer || !env.uploaded.count(v.name)) ids.push_back(id);
     }
@@ -464,13 +516,15 @@ void Builder::bind_constants(const std::unordered_map<int, VkBuffer>& folded) {
     if (st.kind != StepKind::kGpu) continue;
     for (size_t i = 0; i < st.inputs.size(); ++i) {
       const int id = st.inputs[i];
-      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || prog.constant_tensors.count(id)) continue;
+      if (id < 0 || !is_static(id) || !st.op->reads_on_device(i) || prog.constant_tensors.count(id))
+        continue;
       const Value& v = val(id);
       DeviceTensor d;
       d.dtype = v.dtype;
       d.shape = v.shape;
       d.bytes = binding_bytes(v.constant->nbytes());
-      d.buffer = graph.initializer(v.name) != nullptr ? env.uploaded.at(v.name).handle() : folded.at(id);
+      d.buffer =
+          graph.initializer(v.name) != nullptr ? env.uploaded.at(v.name).handle() : folded.at(id);
       prog.constant_tensors.emplace(id, std::move(d));
     }
   }
@@ -491,7 +545,8 @@ Status Builder::record_step(Recorder& rec, int s) {
     if (st.outputs[i] >= 0) outs[i] = prog.device_tensor(st.outputs[i]);
   }
   Status status = st.op->record(rec, in_ptrs, outs);
-  if (!status.is_ok()) return runtime_error("{}: {}", graph.nodes[st.node].label(), status.message());
+  if (!status.is_ok())
+    return runtime_error("{}: {}", graph.nodes[st.node].label(), status.message());
   return Status::ok();
 }
 
@@ -515,7 +570,8 @@ Status Builder::prepare_pipelines() {
 
 Status Builder::record_blocks() {
   if (env.ctx.timing()) {
-    prog.timer = StepTimer::create(env.ctx, static_cast<int>(prog.steps.size()), static_cast<int>(prog.blocks.size()));
+    prog.timer = StepTimer::create(env.ctx, static_cast<int>(prog.steps.size()),
+                                   static_cast<int>(prog.blocks.size()));
   }
   for (size_t b = 0; b < prog.blocks.size(); ++b) {
     Block& blk = prog.blocks[b];
@@ -534,20 +590,25 @@ Status Builder::record_blocks() {
       rec.copy(prog.staging[static_cast<size_t>(v.staging)].handle(), 0, prog.arena.handle(),
                static_cast<VkDeviceSize>(v.offset), v.bytes());
     }
-    if (prog.timer) prog.timer->begin_block(blk.cmd, static_cast<int>(b), blk.first_step, blk.end_step);
+    if (prog.timer)
+      prog.timer->begin_block(blk.cmd, static_cast<int>(b), blk.first_step, blk.end_step);
     for (int s = blk.first_step; s < blk.end_step; ++s) {
       PTQ_RETURN_IF_ERROR(record_step(rec, s));
-      if (prog.timer && prog.steps[static_cast<size_t>(s)].kind == StepKind::kGpu) prog.timer->end_step(blk.cmd, s);
+      if (prog.timer && prog.steps[static_cast<size_t>(s)].kind == StepKind::kGpu)
+        prog.timer->end_step(blk.cmd, s);
     }
     bool first_stat = true;
     for (int id : blk.observed) {
       const Value& v = val(id);
       if (v.stats_slot < 0) continue;
       const DeviceTensor t = prog.device_tensor(id);
-      struct { uint32_t n, slot; } push{static_cast<uint32_t>(t.size()), static_cast<uint32_t>(v.stats_slot) * 8};
+      struct {
+        uint32_t n, slot;
+      } push{static_cast<uint32_t>(t.size()), static_cast<uint32_t>(v.stats_slot) * 8};
       if (!first_stat) rec.no_barrier_needed();
       first_stat = false;
-      PTQ_RETURN_IF_ERROR(rec.dispatch("minmax", {t, prog.stats}, push, groups_for(t.size(), 256, 1024)));
+      PTQ_RETURN_IF_ERROR(
+          rec.dispatch("minmax", {t, prog.stats}, push, groups_for(t.size(), 256, 1024)));
     }
     bool first_copy = true;
     if (blk.stats_count > 0) {
@@ -587,19 +648,19 @@ DeviceTensor Program::device_tensor(int id) const {
 bool is_view_op(const ir::Node& node, int64_t /*opset*/) {
   if (!node.in_default_domain()) return false;
   const std::string& op = node.op_type;
-  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") {
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Identity") {
     return true;
   }
-  // Dropout at inference is the identity; its mask output (if used) needs a kernel.
-  if (op == "Dropout") return node.outputs.size() < 2 || node.outputs[1].empty();
+  // Dropout at inference is the identity (the builder checks its mask and training mode).
+  if (op == "Dropout") return true;
   // Cast to the same type (the caller checks the dtypes) changes nothing.
   return op == "Cast";
 }
 
-Expected<std::unique_ptr<Program>> build_program(BuildEnv& env,
-                                                 const std::unordered_map<std::string, ValueFacts>& facts,
-                                                 std::unordered_map<std::string, ir::Tensor> folded,
-                                                 const std::vector<std::string>& observed) {
+Expected<std::unique_ptr<Program>> build_program(
+    BuildEnv& env, const std::unordered_map<std::string, ValueFacts>& facts,
+    std::unordered_map<std::string, ir::Tensor> folded, const std::vector<std::string>& observed) {
   auto prog = std::make_unique<Program>(env.ctx);
   Builder b{env, *prog, env.model.graph, env.model.opset("")};
   PTQ_RETURN_IF_ERROR(b.add_values(facts, folded));
@@ -623,8 +684,11 @@ Expected<std::unique_ptr<Program>> build_program(BuildEnv& env,
   PTQ_RETURN_IF_ERROR(b.record_blocks());
   if (env.ctx.timing()) {
     using ms = std::chrono::duration<double, std::milli>;
-    fmt::print(stderr, "ptq: vulkan: constants uploaded in {:.1f} ms, pipelines {:.1f} ms, recording {:.1f} ms\n",
-               ms(t1 - t0).count(), ms(t2 - t1).count(), ms(std::chrono::steady_clock::now() - t2).count());
+    fmt::print(
+        stderr,
+        "ptq: vulkan: constants uploaded in {:.1f} ms, pipelines {:.1f} ms, recording {:.1f} ms\n",
+        ms(t1 - t0).count(), ms(t2 - t1).count(),
+        ms(std::chrono::steady_clock::now() - t2).count());
   }
   return prog;
 }

@@ -50,7 +50,9 @@ struct Value {
   int staging = -1;       // staging buffer index for up/downloads
   int stats_slot = -1;    // minmax slot for observed device values
 
-  size_t bytes() const { return ir::dtype_size(dtype) * static_cast<size_t>(ir::num_elements(shape)); }
+  size_t bytes() const {
+    return ir::dtype_size(dtype) * static_cast<size_t>(ir::num_elements(shape));
+  }
 };
 
 struct Step {
@@ -124,10 +126,9 @@ struct BuildEnv {
 // Builds and records a program. `facts` has every value's dtype and shape for these inputs,
 // `folded` the host copies of the static values that are not initializers (a value is static
 // when it is an initializer or in `folded`), `observed` the names the observers want.
-Expected<std::unique_ptr<Program>> build_program(BuildEnv& env,
-                                                 const std::unordered_map<std::string, ValueFacts>& facts,
-                                                 std::unordered_map<std::string, ir::Tensor> folded,
-                                                 const std::vector<std::string>& observed);
+Expected<std::unique_ptr<Program>> build_program(
+    BuildEnv& env, const std::unordered_map<std::string, ValueFacts>& facts,
+    std::unordered_map<std::string, ir::Tensor> folded, const std::vector<std::string>& observed);
 
 // Node ops whose output is a view of input 0 (no kernel): Reshape, Flatten, Squeeze, …
 bool is_view_op(const ir::Node& node, int64_t opset);

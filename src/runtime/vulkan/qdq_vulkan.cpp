@@ -39,7 +39,8 @@ Expected<std::unique_ptr<VulkanOp>> make_qdq_vulkan(const OpBuild& b) {
   const ir::DType q = quantize ? b.outputs[0].dtype : x.dtype;
   const ir::DType f = quantize ? x.dtype : b.outputs[0].dtype;
   if (f != ir::DType::kFloat32 || (q != ir::DType::kInt8 && q != ir::DType::kUInt8)) {
-    return unsupported("{} between {} and {}", b.node.op_type, ir::dtype_name(f), ir::dtype_name(q));
+    return unsupported("{} between {} and {}", b.node.op_type, ir::dtype_name(f),
+                       ir::dtype_name(q));
   }
   if (b.node.attr_int("block_size", 0) != 0) return unsupported("blocked quantization");
   const ir::Tensor* scale = b.constant(1);
@@ -65,15 +66,18 @@ Expected<std::unique_ptr<VulkanOp>> make_qdq_vulkan(const OpBuild& b) {
   p.is_signed = q == ir::DType::kInt8 ? 1 : 0;
   p.has_zero = zero != nullptr ? 1 : 0;
   std::vector<float> s(static_cast<size_t>(scale->size()));
-  for (int64_t i = 0; i < scale->size(); ++i) s[static_cast<size_t>(i)] = static_cast<float>(scale->as_double(i));
+  for (int64_t i = 0; i < scale->size(); ++i)
+    s[static_cast<size_t>(i)] = static_cast<float>(scale->as_double(i));
   std::vector<int32_t> z(s.size(), 0);
   if (zero != nullptr) {
     if (zero->size() != scale->size()) return unsupported("zero point and scale sizes differ");
-    for (int64_t i = 0; i < zero->size(); ++i) z[static_cast<size_t>(i)] = static_cast<int32_t>(zero->as_int64(i));
+    for (int64_t i = 0; i < zero->size(); ++i)
+      z[static_cast<size_t>(i)] = static_cast<int32_t>(zero->as_int64(i));
   }
   PTQ_ASSIGN_OR_RETURN(Buffer sb, upload_buffer(b.ctx, s.data(), s.size() * sizeof(float)));
   PTQ_ASSIGN_OR_RETURN(Buffer zb, upload_buffer(b.ctx, z.data(), z.size() * sizeof(int32_t)));
-  return std::unique_ptr<VulkanOp>(std::make_unique<QdqOp>(quantize, p, std::move(sb), std::move(zb)));
+  return std::unique_ptr<VulkanOp>(
+      std::make_unique<QdqOp>(quantize, p, std::move(sb), std::move(zb)));
 }
 
 }  // namespace ptq::vulkan

@@ -29,7 +29,8 @@ Status DescriptorArena::grow() {
   return Status::ok();
 }
 
-Expected<VkDescriptorSet> DescriptorArena::allocate(VkDescriptorSetLayout layout, uint32_t buffers) {
+Expected<VkDescriptorSet> DescriptorArena::allocate(VkDescriptorSetLayout layout,
+                                                    uint32_t buffers) {
   if (sets_left_ == 0 || buffers_left_ < buffers) PTQ_RETURN_IF_ERROR(grow());
   VkDescriptorSetAllocateInfo ai{};
   ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
@@ -72,7 +73,8 @@ Status Recorder::dispatch(std::string_view name, std::span<const Binding> bindin
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                         nullptr);
   if (!skip_) barrier();
   skip_ = false;
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);

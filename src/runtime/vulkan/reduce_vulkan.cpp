@@ -150,7 +150,8 @@ class LayerNormOp final : public VulkanOp {
 
 Expected<std::unique_ptr<VulkanOp>> make_layernorm_vulkan(const OpBuild& b) {
   for (const ValueDesc& v : b.inputs) {
-    if (v.present && v.dtype != ir::DType::kFloat32) return unsupported("only float32 runs on Vulkan");
+    if (v.present && v.dtype != ir::DType::kFloat32)
+      return unsupported("only float32 runs on Vulkan");
   }
   for (size_t i = 1; i < b.outputs.size(); ++i) {
     if (b.outputs[i].present) return unsupported("LayerNormalization with Mean/InvStdDev outputs");

@@ -1,5 +1,5 @@
-// Measured on an H100 (docs/perf-history.md, ResNet-18 batch 32): layers 3 and 4, 98 and 52 blocks of
-// 128x128, went from 0.70 and 0.57 ms a convolution to 0.29-0.32 and 0.34 ms with 6-12 slices,
+// Measured on an H100 (docs/perf-history.md, ResNet-18 batch 32): layers 3 and 4, 98 and 52 blocks
+// of 128x128, went from 0.70 and 0.57 ms a convolution to 0.29-0.32 and 0.34 ms with 6-12 slices,
 // while splitting layers 1 and 2, which fill the device already, cost them 5-18%.
 #include "split_k.h"
 

@@ -34,8 +34,8 @@ runtime::MinMaxStats decode_minmax(const uint32_t* slot) {
 }
 
 bool HistogramRunner::exact_for(double T) const {
-  return !(T > 0.0) ||
-         (ctx_.exact_histograms() && std::isfinite(T) && static_cast<double>(static_cast<float>(T)) == T);
+  return !(T > 0.0) || (ctx_.exact_histograms() && std::isfinite(T) &&
+                        static_cast<double>(static_cast<float>(T)) == T);
 }
 
 namespace {
@@ -70,14 +70,16 @@ Status HistogramRunner::record(Recorder& rec, const DeviceTensor& t, double T, s
   push.zero_range = T > 0.0 ? 0 : 1;
   const bool exact = ctx_.exact_histograms() && exact_for(T);
   const Binding counts(counts_.handle(), slot * kSlotBytes, kSlotBytes);
-  return rec.dispatch(exact ? "histogram" : "histogram_f32", {t, counts}, push, groups_for(t.size(), 256, 512));
+  return rec.dispatch(exact ? "histogram" : "histogram_f32", {t, counts}, push,
+                      groups_for(t.size(), 256, 512));
 }
 
 // Runs `jobs` into slots 0.. of the staging buffer: one command buffer, one wait. The jobs
 // write disjoint slots and only read their tensors, so no barrier separates them.
 Status HistogramRunner::submit(std::span<const HistogramJob> jobs) {
   for (const HistogramJob& job : jobs) {
-    if (job.tensor.dtype != ir::DType::kFloat32) return runtime_error("vulkan: histogram of a non-float32 tensor");
+    if (job.tensor.dtype != ir::DType::kFloat32)
+      return runtime_error("vulkan: histogram of a non-float32 tensor");
   }
   PTQ_RETURN_IF_ERROR(grow(jobs.size()));
   PTQ_ASSIGN_OR_RETURN(VkCommandBuffer cmd, ctx_.allocate_command_buffer());

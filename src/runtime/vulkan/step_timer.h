@@ -26,11 +26,16 @@ class StepTimer {
   // After block `block` (steps [first, end)) completed: adds its step times.
   void collect(int block, int first_step, int end_step);
   // One line per op type and per costliest step, averaged over the runs (labels[s] names step s).
-  void report(const std::vector<std::string>& labels, const std::vector<std::string>& op_types) const;
+  void report(const std::vector<std::string>& labels,
+              const std::vector<std::string>& op_types) const;
 
  private:
   StepTimer(Context& ctx, VkQueryPool pool, int steps, double ns_per_tick)
-      : ctx_(ctx), pool_(pool), steps_(steps), ns_per_tick_(ns_per_tick), ms_(static_cast<size_t>(steps), 0.0),
+      : ctx_(ctx),
+        pool_(pool),
+        steps_(steps),
+        ns_per_tick_(ns_per_tick),
+        ms_(static_cast<size_t>(steps), 0.0),
         timed_(static_cast<size_t>(steps), false) {}
   Context& ctx_;
   VkQueryPool pool_;

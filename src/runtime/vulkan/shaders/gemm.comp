@@ -94,11 +94,13 @@ layout(push_constant) uniform Params {
   float alpha, beta;
   uint act;
   float act_min, act_max;
-  uint flags;                  // FLAG_VEC_*: that operand is k- (A) or n-contiguous (B, C) and aligned
+  // FLAG_VEC_*: that operand is k- (A) or n-contiguous (B, C) and aligned
+  uint flags;
 } p;
 #endif
 
-shared vec4 As[2][BK][BM / 4 + 1];  // A transposed (k-major); +1 vec4 keeps its stores conflict-free
+// A transposed (k-major); +1 vec4 keeps its stores conflict-free
+shared vec4 As[2][BK][BM / 4 + 1];
 shared vec4 Bs[2][BK][BN / 4];
 
 uint k_lim;  // loads at k >= k_lim read 0 (the end of K, or of this split's slice)
@@ -182,7 +184,8 @@ void store_tile(vec4 v, uint m, uint n, uint z) {
   } else if (p.bias_mode == 2u || p.bias_mode == 3u) {
     [[unroll]] for (int e = 0; e < 4; ++e) {
       const uint ne = min(n + uint(e), p.N - 1u);
-      v[e] += p.beta * (p.bias_mode == 2u ? bias[ne] : bias[int(m) * p.bias_rs + int(ne) * p.bias_cs]);
+      v[e] += p.beta * (p.bias_mode == 2u ? bias[ne]
+                                          : bias[int(m) * p.bias_rs + int(ne) * p.bias_cs]);
     }
   }
   if (p.act == 1u) v = max(v, vec4(0.0));
@@ -257,12 +260,16 @@ void main() {
   }
 #else
 #define LOAD_B(k0)                                                                        \
-  [[unroll]] for (int v = 0; v < B_VECS; ++v) rb[v] = load_b(b_base, (k0) + b_row(v), n0 + b_col(v));
+  [[unroll]] for (int v = 0; v < B_VECS; ++v) {                                           \
+    rb[v] = load_b(b_base, (k0) + b_row(v), n0 + b_col(v));                               \
+  }
 #define STORE_B(buf)                                                                      \
   [[unroll]] for (int v = 0; v < B_VECS; ++v) Bs[buf][b_row(v)][b_col(v) / 4u] = rb[v];
 #endif
 #define LOAD_A(k0)                                                                        \
-  [[unroll]] for (int v = 0; v < A_VECS; ++v) ra[v] = load_a(a_base, m0 + a_row(v), (k0) + a_col(v));
+  [[unroll]] for (int v = 0; v < A_VECS; ++v) {                                           \
+    ra[v] = load_a(a_base, m0 + a_row(v), (k0) + a_col(v));                               \
+  }
 #define STORE_A(buf)                                                                      \
   [[unroll]] for (int v = 0; v < A_VECS; ++v) {                                           \
     const uint r = a_row(v), kc = a_col(v);                                               \

@@ -1,0 +1,153 @@
+// The CPU kernels' instruction-set levels (docs/DESIGN.md, "Instruction sets"): the names and
+// the resolution of a requested level, and every op whose kernels are compiled per level
+// (src/runtime/cpu/isa_ops.inc) run at each level this CPU has, forced through
+// CpuBackendOptions::isa, against the reference kernels on seeded random inputs, with its
+// weights both as call inputs and as constants packed when the kernel is prepared.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernel_harness.h"
+
+namespace ptq::runtime::testing {
+namespace {
+
+// Relative L2 error allowed against the float64-accumulating reference kernels: float sums of
+// up to a few hundred products in another order (measured: 1e-7 to 1e-6).
+constexpr double kTolerance = 1e-5;
+
+std::vector<CpuIsa> levels_here() {
+  std::vector<CpuIsa> out;
+  for (CpuIsa l : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (static_cast<int>(l) <= static_cast<int>(best_cpu_isa())) out.push_back(l);
+  }
+  return out;
+}
+
+TEST(CpuIsa, NamesRoundTrip) {
+  for (CpuIsa l : {CpuIsa::kAuto, CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    auto parsed = parse_cpu_isa(cpu_isa_name(l));
+    ASSERT_TRUE(parsed.has_value()) << parsed.status().message();
+    EXPECT_EQ(*parsed, l);
+  }
+  auto bad = parse_cpu_isa("sse9");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.status().message(),
+            "unknown CPU instruction set 'sse9' (auto, baseline, avx2 or avx512)");
+}
+
+TEST(CpuIsa, AutoIsTheBestLevelAndLowerOnesResolveToThemselves) {
+  EXPECT_EQ(*resolve_cpu_isa(CpuIsa::kAuto), best_cpu_isa());
+  for (CpuIsa l : levels_here()) EXPECT_EQ(*resolve_cpu_isa(l), l);
+  EXPECT_NE(best_cpu_isa(), CpuIsa::kAuto);
+}
+
+TEST(CpuIsa, ALevelAboveTheCpusIsRefusedByEveryKernel) {
+  if (best_cpu_isa() == CpuIsa::kAvx512) {
+    EXPECT_TRUE(resolve_cpu_isa(CpuIsa::kAvx512).has_value());  // nothing above it to ask for
+    return;
+  }
+  auto r = resolve_cpu_isa(CpuIsa::kAvx512);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("at most " + cpu_isa_name(best_cpu_isa())),
+            std::string::npos);
+  CpuBackendOptions o;
+  o.isa = CpuIsa::kAvx512;
+  auto kernel = make_cpu_backend(o)->create_kernel({make_node("Relu", 1, 1), 13, 1, nullptr});
+  EXPECT_FALSE(kernel.has_value());
+}
+
+struct OpCase {
+  std::string what;
+  ir::Node node;
+  std::vector<ir::Tensor> inputs;
+  std::vector<size_t> constants;  // inputs given as initializers (packed once) in the 2nd run
+};
+
+OpCase conv_case(std::mt19937& rng, const std::string& what, ir::Shape x, ir::Shape w,
+                 int64_t group, int64_t stride, int64_t pad) {
+  std::vector<ir::Attribute> attrs{attr_int("group", group), attr_ints("strides", {stride, stride}),
+                                   attr_ints("pads", {pad, pad, pad, pad})};
+  const int64_t m = w[0];
+  return {what, make_node("Conv", 3, 1, attrs),
+          {random_tensor(rng, std::move(x)), random_tensor(rng, std::move(w)),
+           random_tensor(rng, {m})},
+          {1, 2}};
+}
+
+// One case per algorithm choose_conv picks (direct GEMM, Winograd, the 1x1 and shifted forms,
+// depthwise 3x3, lanes for few output channels), and the other per-level ops.
+std::vector<OpCase> op_cases() {
+  std::mt19937 rng(31);
+  std::vector<OpCase> cases;
+  cases.push_back(conv_case(rng, "conv 3x3 s1", {1, 16, 20, 20}, {32, 16, 3, 3}, 1, 1, 1));
+  cases.push_back(conv_case(rng, "conv 3x3 s2", {2, 8, 17, 15}, {24, 8, 3, 3}, 1, 2, 1));
+  cases.push_back(conv_case(rng, "conv 1x1", {1, 32, 14, 14}, {48, 32, 1, 1}, 1, 1, 0));
+  cases.push_back(conv_case(rng, "conv 5x5", {1, 6, 19, 19}, {20, 6, 5, 5}, 1, 1, 2));
+  cases.push_back(conv_case(rng, "depthwise 3x3", {1, 24, 18, 18}, {24, 1, 3, 3}, 24, 1, 1));
+  cases.push_back(conv_case(rng, "depthwise 3x3 s2", {1, 16, 21, 21}, {16, 1, 3, 3}, 16, 2, 1));
+  cases.push_back(conv_case(rng, "grouped", {1, 12, 11, 11}, {12, 4, 3, 3}, 3, 1, 1));
+  cases.push_back(conv_case(rng, "rgb stem", {1, 3, 32, 32}, {16, 3, 3, 3}, 1, 2, 1));
+  cases.push_back(conv_case(rng, "few outputs", {1, 64, 16, 16}, {4, 64, 3, 3}, 1, 1, 1));
+  cases.push_back({"gemm", make_node("Gemm", 3, 1, {attr_int("transB", 1)}),
+                   {random_tensor(rng, {37, 70}), random_tensor(rng, {53, 70}),
+                    random_tensor(rng, {53})},
+                   {1, 2}});
+  cases.push_back({"matmul", make_node("MatMul", 2, 1),
+                   {random_tensor(rng, {2, 29, 65}), random_tensor(rng, {65, 41})},
+                   {1}});
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    cases.push_back({op, make_node(op, 1, 1, {attr_int("axis", -1)}),
+                     {random_tensor(rng, {3, 7, 45}, -8.0f, 8.0f)},
+                     {}});
+  }
+  return cases;
+}
+
+// `c` at `isa` with the constants given as initializers of a graph the kernel sees.
+ir::Tensor run_packed(const OpCase& c, CpuIsa isa, int threads) {
+  ir::Graph graph;
+  for (size_t i : c.constants) graph.set_initializer(c.node.inputs[i], c.inputs[i]);
+  std::vector<const ir::Tensor*> ptrs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const ir::Tensor* init = graph.initializer(c.node.inputs[i]);
+    ptrs.push_back(init != nullptr ? init : &c.inputs[i]);
+  }
+  CpuBackendOptions options;
+  options.isa = isa;
+  auto kernel = make_cpu_backend(options)->create_kernel({c.node, 13, threads, &graph});
+  EXPECT_TRUE(kernel.has_value()) << kernel.status().message();
+  if (!kernel) return {};
+  std::vector<ir::Tensor> outs(1);
+  PoisonAllocator alloc;
+  const Status st = (*kernel)->run(ptrs, outs, alloc);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  return std::move(outs[0]);
+}
+
+TEST(CpuIsa, EveryLevelsKernelsMatchTheReference) {
+  for (const OpCase& c : op_cases()) {
+    std::vector<const ir::Tensor*> ptrs;
+    for (const ir::Tensor& t : c.inputs) ptrs.push_back(&t);
+    const auto want = run_kernel(c.node, 13, ptrs, true);
+    ASSERT_EQ(want.size(), 1u) << c.what;
+    for (CpuIsa isa : levels_here()) {
+      const std::string at = c.what + " at " + cpu_isa_name(isa);
+      const auto got = run_kernel(c.node, 13, ptrs, false, 2, isa);
+      ASSERT_EQ(got.size(), 1u) << at;
+      EXPECT_LE(rel_l2(got[0], want[0]), kTolerance) << at;
+      EXPECT_LE(rel_l2(run_packed(c, isa, 2), want[0]), kTolerance) << at << ", packed weights";
+    }
+  }
+}
+
+// kAuto runs exactly the kernels of the level it resolves to.
+TEST(CpuIsa, AutoGivesTheBestLevelsBits) {
+  for (const OpCase& c : op_cases()) {
+    EXPECT_TRUE(bit_identical(run_packed(c, CpuIsa::kAuto, 3), run_packed(c, best_cpu_isa(), 3)))
+        << c.what;
+  }
+}
+
+}  // namespace
+}  // namespace ptq::runtime::testing
