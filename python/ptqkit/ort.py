@@ -51,7 +51,7 @@ class QuantFormat(enum.Enum):
 
 # extra_options keys ptqkit honours, and what each must be where ptqkit has one behaviour only.
 _SUPPORTED_EXTRA = ("CalibPercentile", "AddQDQPairToWeight", "ActivationSymmetric",
-                    "WeightSymmetric")
+                    "WeightSymmetric", "SmoothQuant", "SmoothQuantAlpha", "SmoothQuantFolding")
 
 
 def _enum_value(value, enum_type, what):
@@ -102,6 +102,12 @@ def _extra(extra_options, activation):
     extra = {"weights_float": bool(options.get("AddQDQPairToWeight", False))}
     if "CalibPercentile" in options:
         extra["percentile"] = float(options["CalibPercentile"])
+    # ONNX Runtime's SmoothQuant: alpha 0.5 unless SmoothQuantAlpha; ptqkit always folds the
+    # factors into the producer where it can (SmoothQuantFolding=True, ONNX Runtime's default).
+    _refuse(not options.get("SmoothQuantFolding", True),
+            "SmoothQuantFolding=False: ptqkit folds SmoothQuant's factors where it can")
+    if options.get("SmoothQuant", False):
+        extra["smoothquant"] = float(options.get("SmoothQuantAlpha", 0.5))
     return extra
 
 
@@ -111,27 +117,28 @@ def quantize_static(model_input, model_output, calibration_data_reader,
                     weight_type=QuantType.QInt8, nodes_to_quantize=None, nodes_to_exclude=None,
                     use_external_data_format=False, calibrate_method=CalibrationMethod.MinMax,
                     calibration_providers=None, extra_options=None, *,
-                    op_types_to_exclude=None, target="ort", backend="cpu", cache_out=None,
-                    threads=0, batch=0, input_shapes=None, quiet=False):
+                    op_types_to_exclude=None, bias_correction=False, target="ort",
+                    backend="cpu", cache_out=None, threads=0, batch=0, input_shapes=None,
+                    quiet=False):
     """Calibrates `model_input` on the reader's data and writes the Q/DQ model `model_output`.
 
     ONNX Runtime's parameters keep their meaning: calibrate_method (MinMax, Entropy,
     Percentile, or ptqkit's names: "mse", its own default elsewhere), per_channel,
-    nodes_to_exclude (names or regexes), activation_type (QInt8
-    symmetric, QUInt8 asymmetric), use_external_data_format, extra_options (CalibPercentile,
-    AddQDQPairToWeight; ActivationSymmetric and WeightSymmetric where they say what ptqkit
-    does). calibration_providers is not used: `backend` ("cpu" or "vulkan") runs calibration.
-    Keyword-only: op_types_to_exclude (ModelOpt's name: op types left float); ptqkit's own:
-    target ("ort" here, "tensorrt" for TensorRT's placement), cache_out (write
+    nodes_to_exclude (names or regexes), nodes_to_quantize and op_types_to_quantize (quantize
+    only these), activation_type (QInt8 symmetric, QUInt8 asymmetric),
+    use_external_data_format, extra_options (CalibPercentile, AddQDQPairToWeight, SmoothQuant
+    with SmoothQuantAlpha; ActivationSymmetric, WeightSymmetric and SmoothQuantFolding where
+    they say what ptqkit does). calibration_providers is not used: `backend` ("cpu" or
+    "vulkan") runs calibration. Keyword-only: op_types_to_exclude (ModelOpt's name: op types
+    left float); ptqkit's own: bias_correction (correct the quantized Conv/Gemm biases, as
+    `ptq quantize --bias-correction`), target ("ort" here, "tensorrt" for TensorRT's
+    placement), cache_out (write
     the calibration cache), threads, batch, input_shapes ({input: shape} where the model's are
     symbolic), quiet (no progress line). Returns a summary dict (Q/DQ counts, quantized layers,
     tensors left float).
     """
     fmt = _enum_value(quant_format, QuantFormat, "quant_format")
     _refuse(fmt != QuantFormat.QDQ, "quant_format QOperator: ptqkit writes QDQ models only")
-    _refuse(op_types_to_quantize is not None or nodes_to_quantize is not None,
-            "op_types_to_quantize / nodes_to_quantize: ptqkit quantizes every node it can; "
-            "leave some float with nodes_to_exclude or op_types_to_exclude")
     _refuse(reduce_range, "reduce_range=True: ptqkit uses the full 8-bit range")
     _refuse(_enum_value(weight_type, QuantType, "weight_type") != QuantType.QInt8,
             "weight_type QUInt8: ptqkit's weights are int8")
@@ -142,6 +149,9 @@ def quantize_static(model_input, model_output, calibration_data_reader,
         data=calibration_data_reader, method=calibrate_method, target=target,
         activation_type=activation, per_channel=bool(per_channel),
         exclude=list(nodes_to_exclude or []), exclude_op_types=list(op_types_to_exclude or []),
+        nodes_to_quantize=list(nodes_to_quantize or []),
+        op_types_to_quantize=list(op_types_to_quantize or []),
+        bias_correction=bool(bias_correction),
         backend=backend, threads=threads, batch=batch,
         cache_out=os.fspath(cache_out) if cache_out else "",
         external_data=bool(use_external_data_format), quiet=quiet,

@@ -59,7 +59,9 @@ struct PythonData {
 // `batch` 0 keeps the dataset's default (`default_batch`, or the model's fixed batch dim).
 std::unique_ptr<PythonData> python_data(const py::object& data, int64_t batch,
                                         int64_t default_batch);
-// Opens the dataset and binds it to `graph` (ptqkit.Error on failure).
+// Opens the dataset and binds it to `graph`; touches no Python object (no GIL needed).
+Expected<data::Dataset> open_dataset(const PythonData& data, const ir::Graph& graph);
+// The same, throwing ptqkit.Error (the GIL held).
 data::Dataset open_bound(const PythonData& data, const ir::Graph& graph);
 
 // ---- progress.cpp: the CLI's progress line on stderr (when it is a terminal and not quiet)
@@ -100,6 +102,8 @@ struct Engine {
   std::unique_ptr<runtime::Backend> backend;
   std::unique_ptr<runtime::Executor> executor;
 };
+Expected<Engine> open_engine(const ir::Model& model, const std::string& backend, int threads);
+// The same, throwing ptqkit.Error (the GIL held).
 Engine make_engine(const ir::Model& model, const std::string& backend, int threads);
 
 // ---- methods.cpp: a calibration method named as ptqkit names it ("mse") or as ONNX Runtime

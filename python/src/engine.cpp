@@ -7,25 +7,28 @@
 
 namespace ptq::python {
 
-Engine make_engine(const ir::Model& model, const std::string& backend, int threads) {
+Expected<Engine> open_engine(const ir::Model& model, const std::string& backend, int threads) {
   Engine e;
   if (backend == "cpu") {
     e.backend = runtime::make_cpu_backend();
     runtime::ExecutorOptions options;
     options.threads = thread_count(threads);
-    e.executor = value_or_throw(runtime::Executor::create(model, *e.backend, options));
+    PTQ_ASSIGN_OR_RETURN(e.executor, runtime::Executor::create(model, *e.backend, options));
     return e;
   }
-  if (backend != "vulkan")
-    throw_if_error(usage_error("unknown backend '{}' (cpu or vulkan)", backend));
+  if (backend != "vulkan") return usage_error("unknown backend '{}' (cpu or vulkan)", backend);
 #ifdef PTQ_HAVE_VULKAN
   vulkan::VulkanOptions options;
   options.threads = thread_count(threads);
-  e.executor = value_or_throw(vulkan::make_vulkan_executor(model, options));
-#else
-  throw_if_error(usage_error("backend 'vulkan': this build has no Vulkan backend"));
-#endif
+  PTQ_ASSIGN_OR_RETURN(e.executor, vulkan::make_vulkan_executor(model, options));
   return e;
+#else
+  return usage_error("backend 'vulkan': this build has no Vulkan backend");
+#endif
+}
+
+Engine make_engine(const ir::Model& model, const std::string& backend, int threads) {
+  return value_or_throw(open_engine(model, backend, threads));
 }
 
 }  // namespace ptq::python

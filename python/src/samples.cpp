@@ -143,10 +143,14 @@ std::unique_ptr<PythonData> python_data(const py::object& data, int64_t batch,
   return d;
 }
 
-data::Dataset open_bound(const PythonData& d, const ir::Graph& graph) {
-  data::Dataset dataset = value_or_throw(data::Dataset::open(d.spec));
-  throw_if_error(dataset.bind(graph));
+Expected<data::Dataset> open_dataset(const PythonData& d, const ir::Graph& graph) {
+  PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, data::Dataset::open(d.spec));
+  PTQ_RETURN_IF_ERROR(dataset.bind(graph));
   return dataset;
+}
+
+data::Dataset open_bound(const PythonData& d, const ir::Graph& graph) {
+  return value_or_throw(open_dataset(d, graph));
 }
 
 }  // namespace ptq::python

@@ -5,6 +5,7 @@ built `ptq`, PTQ_SOURCE_DIR at the source tree, PTQ_BUILD_DIR at the build and C
 """
 
 import _thread
+import json
 import os
 import signal
 import subprocess
@@ -61,8 +62,9 @@ class ModuleTest(unittest.TestCase):
     def test_quantize_static_writes_what_the_cli_writes(self):
         data = samples(48)
         np.save(self.path("calib.npy"), data)
+        # quantize_static keeps ONNX Runtime's QInt8 default; `--target ort` alone picks uint8.
         ptq("quantize", MODEL, "--data", self.path("calib.npy"), "--target", "ort",
-            "--method", "minmax", "--per-tensor-weights", "--exclude-op-types", "Gemm",
+            "--activation-type", "int8", "--method", "minmax", "--per-tensor-weights", "--exclude-op-types", "Gemm",
             "-o", self.path("cli.onnx"))
         summary = ptqkit.quantize_static(
             MODEL, self.path("py.onnx"), Reader(data, 8),
@@ -71,6 +73,28 @@ class ModuleTest(unittest.TestCase):
         self.assertGreater(summary["quantize_nodes"], 0)
         self.assertEqual(read(self.path("py.onnx")), read(self.path("cli.onnx")))
         self.assertEqual(read(self.path("py.calib.json")), read(self.path("cli.calib.json")))
+
+    def test_smoothquant_and_bias_correction_write_what_the_cli_writes(self):
+        data = samples(32)
+        np.save(self.path("calib.npy"), data)
+        ptq("quantize", MODEL, "--data", self.path("calib.npy"), "--method", "minmax",
+            "--smoothquant", "0.6", "--bias-correction", "--per-tensor-weights",
+            "-o", self.path("cli.onnx"))
+        # ONNX Runtime's extra_options name SmoothQuant; bias_correction is ptqkit's keyword.
+        summary = ptqkit.quantize_static(
+            MODEL, self.path("py.onnx"), Reader(data, 8), target="tensorrt",
+            extra_options={"SmoothQuant": True, "SmoothQuantAlpha": 0.6},
+            bias_correction=True, cache_out=self.path("py.calib.json"), quiet=True)
+        self.assertGreater(summary["corrected_biases"], 0)
+        self.assertEqual(read(self.path("py.onnx")), read(self.path("cli.onnx")))
+        self.assertEqual(read(self.path("py.calib.json")), read(self.path("cli.calib.json")))
+        # The cache records the options: quantize(cache=...) with none given writes it again.
+        again = ptqkit.quantize(MODEL, self.path("again.onnx"), cache=self.path("cli.calib.json"))
+        self.assertEqual(again["corrected_biases"], summary["corrected_biases"])
+        self.assertEqual(read(self.path("again.onnx")), read(self.path("cli.onnx")))
+        with self.assertRaisesRegex(ptqkit.Error, "SmoothQuantFolding"):
+            ptqkit.quantize_static(MODEL, self.path("x.onnx"), Reader(data, 8),
+                                   extra_options={"SmoothQuantFolding": False})
 
     def test_ort_names_and_ptqkit_names_mean_the_same(self):
         data = samples(16)
@@ -141,6 +165,17 @@ class ModuleTest(unittest.TestCase):
         self.assertEqual(q["outputs"][0]["name"], "logits")
         self.assertGreater(q["outputs"][0]["cosine"], 0.95)
         self.assertLess(q["outputs"][0]["sqnr_db"], float("inf"))
+        # `ptq compare --per-tensor --json`'s object, metrics as floats.
+        np.save(self.path("x.npy"), data)
+        cli = json.loads(subprocess.run(
+            [PTQ, "compare", MODEL, self.path("q.onnx"), "--data", self.path("x.npy"),
+             "--per-tensor", "--json"], check=True, capture_output=True, text=True).stdout)
+        traced = ptqkit.compare(MODEL, self.path("q.onnx"), data, per_tensor=True, quiet=True)
+        self.assertEqual(traced.keys(), cli.keys())
+        self.assertEqual([t["name"] for t in traced["tensors"]],
+                         [t["name"] for t in cli["tensors"]])
+        self.assertEqual(traced["tensors"][0]["sqnr_db"], float(cli["tensors"][0]["sqnr_db"]))
+        self.assertIsInstance(traced["tensors"][-1]["drop_db"], float)
 
     def test_sensitivity(self):
         report = ptqkit.sensitivity(MODEL, samples(16, seed=1), data=samples(16), quiet=True)
