@@ -1,5 +1,7 @@
-// Calibration methods by ptqkit's names or ONNX Runtime's (the registry, ptq/calibrators.inc,
-// records both), so an ORT script's calibrate_method=CalibrationMethod.MinMax keeps working.
+// Calibration methods by ptqkit's names or ONNX Runtime's and ModelOpt's
+// (calib::canonical_calibrator_name), so an ORT script's calibrate_method=
+// CalibrationMethod.MinMax keeps working.
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -9,17 +11,6 @@
 namespace ptq::python {
 
 namespace {
-
-bool same_letters(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 std::string method_text(const py::object& method) {
   if (py::hasattr(method, "name") && !py::isinstance<py::str>(method)) {  // an enum member
@@ -34,13 +25,13 @@ calib::MethodConfig method_config(const py::object& method, double percentile) {
   calib::MethodConfig config;  // None: the library's default
   config.percentile = percentile;
   if (!method.is_none()) {
+    // Any letter case: ONNX Runtime's "MinMax" and ptqkit's enum member MSE alike.
     const std::string text = method_text(method);
-    config.name = text;
-    for (const calib::CalibratorInfo& c : calib::calibrators()) {
-      if (same_letters(text, c.name) || (!c.ort_name.empty() && same_letters(text, c.ort_name))) {
-        config.name = std::string(c.name);
-      }
-    }
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string_view canonical = calib::canonical_calibrator_name(lower);
+    config.name = canonical.empty() ? text : std::string(canonical);
   }
   throw_if_error(config.validate());
   return config;
