@@ -64,7 +64,8 @@ class ModuleTest(unittest.TestCase):
         np.save(self.path("calib.npy"), data)
         # quantize_static keeps ONNX Runtime's QInt8 default; `--target ort` alone picks uint8.
         ptq("quantize", MODEL, "--data", self.path("calib.npy"), "--target", "ort",
-            "--activation-type", "int8", "--method", "minmax", "--per-tensor-weights", "--exclude-op-types", "Gemm",
+            "--activation-type", "int8", "--method", "minmax", "--per-tensor-weights",
+            "--exclude-op-types", "Gemm",
             "-o", self.path("cli.onnx"))
         summary = ptqkit.quantize_static(
             MODEL, self.path("py.onnx"), Reader(data, 8),
