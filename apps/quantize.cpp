@@ -8,14 +8,9 @@
 // calibrate`) and writes the cache beside the output; with --cache it reuses a cache of any
 // format (ptqkit JSON, TensorRT text, ONNX Runtime) and needs no data.
 //
-// Order of work: a model already holding Q/DQ is refused unless --requantize (which strips it);
-// a model below opset 13 whose ops changed meaning on the way is converted with libonnx's
-// version converter (ptq::onnx::convert_opset) before anything else, so calibration measures
-// the tensors the planner will see; the cache is checked against the model as given, as
-// stripped and as converted (any of them is the same model); the planner decides with the
-// input shapes of the data, the cache or --input-shape (calibration::resolve_plan_shapes), and
-// the written model keeps its symbolic dims; it passes the full ONNX check before it is saved;
-// ranges that clip much of their tensor are reported (report::clipping_warnings).
+// The work is calibration::quantize_model (include/ptq/calibration.h, "the quantize flow"),
+// which the Python module's quantize runs too; this file parses the options, supplies the data,
+// workers, progress line and warnings (CommandLine), and prints what was written.
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -84,19 +79,51 @@ fs::path default_cache_out(const fs::path& out) {
   return p.string() + ".calib.json";
 }
 
-void warn(const GlobalOptions&, const std::string& message) { log::warn("{}", message); }
+// The flow's data, workers, progress line, warnings and phase times, as the command line has
+// them.
+class CommandLine : public calibration::QuantizeFrontEnd {
+ public:
+  CommandLine(const QuantizeOptions& o, const GlobalOptions& global, int threads)
+      : o_(o), global_(global), threads_(threads) {}
 
-int64_t count_op(const ir::Model& model, std::string_view op) {
-  return std::count_if(model.graph.nodes.begin(), model.graph.nodes.end(),
-                       [&](const ir::Node& n) { return n.op_type == op; });
-}
+  Expected<data::Dataset> open_data(const ir::Graph& graph) override {
+    return open_dataset(o_.data, graph);
+  }
+  Expected<std::vector<runtime::Executor*>> calibration_workers(const ir::Model& model) override {
+    BackendOptions backend = o_.backend;
+    PTQ_RETURN_IF_ERROR(pick_rank_device(backend, *global_.comm));
+    PTQ_ASSIGN_OR_RETURN(
+        engines_, make_calibration_engines(model, backend, threads_, o_.workers, global_.quiet));
+    return engines_.executors();
+  }
+  calibration::ProgressFn start_pass(std::string_view stage, int64_t samples) override {
+    const bool calibration = stage == "calibration";
+    line_.emplace(calibration ? "quantize" : std::string(stage), "samples", samples, global_.quiet);
+    return [this, calibration, pass = 0](const calibration::Progress& p) mutable -> Status {
+      if (calibration && p.pass != pass) {
+        pass = p.pass;
+        line_->set_stage(fmt::format("calibration pass {}/{}", p.pass, p.passes), p.samples_total);
+      }
+      line_->update(p.samples_done);
+      return Status::ok();
+    };
+  }
+  void end_pass() override { line_.reset(); }
+  Status warn(const std::string& message) override {
+    log::warn("{}", message);
+    return Status::ok();
+  }
+  void phase_done(std::string_view phase) override { times_.mark(phase); }
+  const PhaseTimes& times() const { return times_; }
 
-int64_t weight_bytes(const ir::Model& model) {
-  int64_t total = 0;
-  for (const ir::Initializer& i : model.graph.initializers())
-    total += static_cast<int64_t>(i.tensor.nbytes());
-  return total;
-}
+ private:
+  const QuantizeOptions& o_;
+  const GlobalOptions& global_;
+  int threads_;
+  CalibrationEngines engines_;
+  std::optional<ProgressLine> line_;
+  PhaseTimes times_;
+};
 
 std::string size_str(int64_t bytes) {
   if (bytes < 10 * 1024) return fmt::format("{} B", bytes);
@@ -111,82 +138,6 @@ int64_t file_bytes(const fs::path& p) {
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
-// The model as the planner must see it: Q/DQ stripped (--requantize), opset converted when a
-// plain version raise is not enough.
-Status prepare_model(ir::Model& model, const QuantizeOptions& o, calibration::ModelForms& forms,
-                     const GlobalOptions& global) {
-  if (planner::has_quantization(model)) {
-    if (!o.requantize) {
-      return invalid_input("{} is already quantized ({} QuantizeLinear, {} DequantizeLinear); "
-                           "--requantize strips its Q/DQ and quantizes it again",
-                           o.model, count_op(model, "QuantizeLinear"),
-                           count_op(model, "DequantizeLinear"));
-    }
-    PTQ_ASSIGN_OR_RETURN(int64_t removed, planner::strip_qdq(model));
-    warn(global,
-         fmt::format("--requantize: removed {} quantization node(s) from {}", removed, o.model));
-    forms.add(model);
-  }
-  const int64_t opset = model.opset();
-  if (opset < 13 && !planner::check_opset_upgradable(model).is_ok()) {
-    PTQ_RETURN_IF_ERROR(onnx::convert_opset(model, 13));
-    warn(global, fmt::format("converted {} from opset {} to 13 (libonnx version converter)",
-                             o.model, opset));
-    forms.add(model);
-  }
-  return Status::ok();
-}
-
-Expected<calib::CalibrationTable> calibrate_now(const ir::Model& model, const QuantizeOptions& o,
-                                                const planner::PlanOptions& plan, int threads,
-                                                const GlobalOptions& global,
-                                                onnx::InputShapes& fed) {
-  calibration::CalibrationOptions co;
-  co.method = o.method;
-  PTQ_RETURN_IF_ERROR(co.method.validate());
-  PTQ_ASSIGN_OR_RETURN(co.date, run_date());
-  co.plan = plan;
-  co.ignore_nonfinite = o.ignore_nonfinite;
-  co.threads = threads;
-  co.backend = o.backend.backend;
-  co.comm = global.comm;
-  BackendOptions backend = o.backend;
-  PTQ_RETURN_IF_ERROR(pick_rank_device(backend, *global.comm));
-  PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
-  fed = calibration::fed_shapes(dataset);
-  PTQ_ASSIGN_OR_RETURN(CalibrationEngines engines,
-                       make_calibration_engines(model, backend, threads, o.workers, global.quiet));
-  ProgressLine line("quantize", "samples", dataset.size(), global.quiet);
-  int stage = 0;
-  co.progress = [&](const calibration::Progress& p) -> Status {
-    if (p.pass != stage) {
-      stage = p.pass;
-      line.set_stage(fmt::format("calibration pass {}/{}", p.pass, p.passes), p.samples_total);
-    }
-    line.update(p.samples_done);
-    return Status::ok();
-  };
-  PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
-                       calibration::calibrate(model, engines.executors(), dataset, co));
-  line.finish();
-  return table;
-}
-
-// Reads --cache, refused when calibrated for another graph than any form of the model or with
-// options that disagree with those given; the options it records and were not given are taken.
-Expected<calib::CalibrationTable> read_checked_cache(const ir::Model& model,
-                                                     const QuantizeOptions& o,
-                                                     calibration::QuantizeSettings& settings,
-                                                     const calibration::ModelForms& forms,
-                                                     const GlobalOptions& global) {
-  PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
-                       calibration::read_cache_for(model, forms, o.cache,
-                                                   {.force = o.force, .settings = &settings,
-                                                    .given = o.given}));
-  for (const std::string& w : cache.warnings) warn(global, w);
-  return std::move(cache.table);
-}
-
 // The JSON cache written: --cache-out, else with --data OUT.calib.json, else none.
 std::optional<fs::path> json_cache_out(const QuantizeOptions& o) {
   if (!o.cache_out.empty()) return fs::path(o.cache_out);
@@ -194,35 +145,36 @@ std::optional<fs::path> json_cache_out(const QuantizeOptions& o) {
   return std::nullopt;
 }
 
-Status write_caches(const calib::CalibrationTable& table, const QuantizeOptions& o,
-                    const GlobalOptions& global) {
-  const bool say = !global.quiet && !o.json;
-  if (std::optional<fs::path> json_out = json_cache_out(o)) {
-    PTQ_RETURN_IF_ERROR(
-        calib::write_cache(table, *json_out, {.format = calib::CacheFormat::kJson}));
-    if (say) fmt::print("calibration cache: {}\n", json_out->string());
-  }
+// Fills the flow's request `r` for these options and settings.
+Status fill_request(const QuantizeOptions& o, calibration::QuantizeSettings settings, int threads,
+                    const GlobalOptions& global, calibration::QuantizeRequest& r) {
+  r.model = o.model;
+  r.out = o.out;
+  r.external_data = o.external_data;
+  r.requantize = o.requantize;
+  r.cache = o.cache;
+  r.force = o.force;
+  r.given = o.given;
+  r.settings = std::move(settings);
+  r.settings.plan.shapes_remedy =
+      "give --data, a JSON cache that records input shapes, or --input-shape";
+  if (o.smoothquant.given()) r.smoothquant = o.smoothquant.alpha;
+  r.calibration.method = o.method;
+  PTQ_ASSIGN_OR_RETURN(r.calibration.date, run_date());
+  r.calibration.ignore_nonfinite = o.ignore_nonfinite;
+  r.calibration.threads = threads;
+  r.calibration.backend = o.backend.backend;
+  r.calibration.comm = global.comm;
+  r.threads = threads;
+  r.data_label = "--data";
+  PTQ_ASSIGN_OR_RETURN(r.input_shapes, parse_input_shapes(o.input_shapes));
+  r.input_shapes_label = "--input-shape";
+  r.cache_out = json_cache_out(o);
   if (!o.trt_cache.empty()) {
-    PTQ_ASSIGN_OR_RETURN(calib::TrtVersion version, calib::parse_trt_version(o.trt_version));
-    calib::WriteOptions wo{.format = calib::CacheFormat::kTensorRT};
-    wo.trt = {version, o.trt_algo};
-    PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.trt_cache, wo));
-    if (say) fmt::print("TensorRT cache: {}\n", o.trt_cache);
+    r.trt_cache = o.trt_cache;
+    PTQ_ASSIGN_OR_RETURN(r.trt.version, calib::parse_trt_version(o.trt_version));
+    r.trt.algorithm = o.trt_algo;
   }
-  return Status::ok();
-}
-
-// --bias-correction: measured on --data (then the options are recorded in the cache written),
-// else taken from --cache.
-Status correct_biases(const ir::Model& model, const QuantizeOptions& o, int threads,
-                      calib::CalibrationTable& table, calibration::QuantizeSettings& settings) {
-  std::optional<data::Dataset> dataset;
-  if (!o.data.data.empty() && settings.bias_correction) {
-    PTQ_ASSIGN_OR_RETURN(dataset, open_dataset(o.data, model.graph));
-  }
-  PTQ_RETURN_IF_ERROR(calibration::use_bias_correction(model, table, dataset ? &*dataset : nullptr,
-                                                       threads, settings));
-  if (!o.data.data.empty()) calibration::record_settings(settings, table);
   return Status::ok();
 }
 
@@ -236,10 +188,22 @@ std::string list_head(const std::vector<std::string>& names, size_t limit = 12) 
   return s;
 }
 
-void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
-                   int64_t before_weights, const ir::Model& after, const std::string& method,
-                   planner::Target target) {
-  fmt::print("wrote {} (target {}, {} calibration)\n", o.out, planner::target_name(target), method);
+void print_written(const QuantizeOptions& o, const calibration::QuantizeOutcome& q) {
+  if (o.cache.empty() && q.smoothquant) {  // smoothed now, on --data
+    fmt::print("SmoothQuant (alpha {}): {} activation(s) with outlier channels smoothed\n",
+               q.smoothquant->alpha, q.smoothquant->factors.size());
+  }
+  if (std::optional<fs::path> json_out = json_cache_out(o)) {
+    fmt::print("calibration cache: {}\n", json_out->string());
+  }
+  if (!o.trt_cache.empty()) fmt::print("TensorRT cache: {}\n", o.trt_cache);
+}
+
+void print_summary(const QuantizeOptions& o, const calibration::QuantizeOutcome& q) {
+  const planner::QuantizeResult& r = q.result;
+  print_written(o, q);
+  fmt::print("wrote {} (target {}, {} calibration)\n", o.out,
+             planner::target_name(q.settings.plan.target), q.method);
   fmt::print("  Q/DQ nodes:        {} QuantizeLinear, {} DequantizeLinear\n", r.quantize_nodes,
              r.dequantize_nodes);
   fmt::print("  quantized layers:  {}{}\n", r.quantized_nodes.size(), list_head(r.quantized_nodes));
@@ -252,12 +216,13 @@ void print_summary(const QuantizeOptions& o, const planner::QuantizeResult& r,
   int64_t out_file = file_bytes(o.out);
   if (o.external_data) out_file += file_bytes(fs::path(o.out).string() + ".data");
   fmt::print("  size:              {} -> {} (weights {} -> {})\n", size_str(in_file),
-             size_str(out_file), size_str(before_weights), size_str(weight_bytes(after)));
+             size_str(out_file), size_str(q.weight_bytes_before), size_str(q.weight_bytes_after));
 }
 
-void print_report(const QuantizeOptions& o, const planner::PlanOptions& plan,
-                  const planner::QuantizeResult& r, const std::string& method,
+void print_report(const QuantizeOptions& o, const calibration::QuantizeOutcome& q,
                   const PhaseTimes& times) {
+  const planner::QuantizeResult& r = q.result;
+  const planner::PlanOptions& plan = q.settings.plan;
   Json written = {{"model", o.out}};
   if (o.external_data) written["external_data"] = o.out + ".data";
   if (std::optional<fs::path> cache = json_cache_out(o)) written["cache"] = cache->string();
@@ -268,91 +233,34 @@ void print_report(const QuantizeOptions& o, const planner::PlanOptions& plan,
               {"written", std::move(written)},
               {"target", std::string(planner::target_name(plan.target))},
               {"activation_type", uint8 ? "uint8" : "int8"},
-              {"method", method},
+              {"method", q.method},
               {"quantize_linear_nodes", r.quantize_nodes},
               {"dequantize_linear_nodes", r.dequantize_nodes},
               {"quantized_nodes", r.quantized_nodes},
-              {"tensors", quantized_tensors_json(r, method)},
+              {"tensors", quantized_tensors_json(r, q.method)},
               {"float", float_set_json(r)},
               {"warnings", r.warnings},
               {"seconds", seconds_json(times)}});
 }
 
-// Where the planner's input shapes come from, in order (calibration::resolve_plan_shapes). A
-// cache's record of an input without a shape (rank unknown) says nothing.
-std::vector<calibration::ShapeSource> shape_sources(const QuantizeOptions& o,
-                                                    const onnx::InputShapes& fed,
-                                       const calib::CalibrationTable& table,
-                                       onnx::InputShapes flags) {
-  std::vector<calibration::ShapeSource> sources;
-  if (!o.data.data.empty()) {
-    sources.push_back({"--data", fed});
-  } else {
-    onnx::InputShapes recorded = table.model.inputs;
-    std::erase_if(recorded, [](const auto& s) { return s.second.empty(); });
-    sources.push_back({fmt::format("the cache {}", o.cache), std::move(recorded), false});
-  }
-  sources.push_back({"--input-shape", std::move(flags)});
-  return sources;
-}
-
 Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
-  const bool have_data = !o.data.data.empty();
-  if (have_data == !o.cache.empty()) {
+  if (o.data.data.empty() == o.cache.empty()) {
     return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
   }
   PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
-  planner::PlanOptions& plan = settings.plan;
-  PTQ_ASSIGN_OR_RETURN(onnx::InputShapes flag_shapes, parse_input_shapes(o.input_shapes));
   const int threads = o.threads > 0
                           ? o.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-
-  PhaseTimes times;
-  PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
-  times.mark("load model");
-  const int64_t before_weights = weight_bytes(model);
-  calibration::ModelForms forms(model);
-  PTQ_RETURN_IF_ERROR(prepare_model(model, o, forms, global));
-
-  calib::CalibrationTable table;
-  onnx::InputShapes fed;
-  if (have_data) {
-    PTQ_ASSIGN_OR_RETURN(std::optional<calib::SmoothQuantRecord> smoothing,
-                         smooth_from_data(model, o.smoothquant, o.data, threads, global.quiet));
-    PTQ_ASSIGN_OR_RETURN(table, calibrate_now(model, o, plan, threads, global, fed));
-    table.smoothquant = std::move(smoothing);
-  } else {
-    PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
-    PTQ_ASSIGN_OR_RETURN(table, read_checked_cache(model, o, settings, forms, global));
-  }
-  times.mark(have_data ? "calibrate" : "read cache");
-  if (global.comm->rank() != 0) return Status::ok();  // rank 0 plans and writes alone
-  plan.shapes_remedy = "give --data, a JSON cache that records input shapes, or --input-shape";
-  const std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend();
-  PTQ_RETURN_IF_ERROR(calibration::resolve_plan_shapes(
-      model, shape_sources(o, fed, table, std::move(flag_shapes)), *cpu, threads, plan));
-  PTQ_RETURN_IF_ERROR(correct_biases(model, o, threads, table, settings));
-  PTQ_RETURN_IF_ERROR(write_caches(table, o, global));
-
-  plan.method = table.method;
-  plan.cache_hash = onnx::sha256_hex(calib::json_cache_string(table));
-  PTQ_ASSIGN_OR_RETURN(planner::QuantizeResult result, planner::quantize(model, table, plan));
-  times.mark("quantize");
-  for (const std::string& w : result.warnings) warn(global, w);
-  for (const std::string& w : report::clipping_warnings(model, table)) warn(global, w);
-  if (Status s = onnx::check_model(model); !s.is_ok()) {
-    return runtime_error("the quantized model fails the ONNX check (a ptqkit bug): {}",
-                         s.message());
-  }
-  onnx::SaveOptions so;
-  so.external_data = o.external_data;
-  PTQ_RETURN_IF_ERROR(onnx::save_model(model, o.out, so));
-  times.mark("write model");
+  calibration::QuantizeRequest request;
+  PTQ_RETURN_IF_ERROR(fill_request(o, std::move(settings), threads, global, request));
+  CommandLine front_end(o, global, threads);
+  PTQ_ASSIGN_OR_RETURN(calibration::QuantizeOutcome outcome,
+                       calibration::quantize_model(request, front_end));
+  if (!outcome.written) return Status::ok();  // rank 0 plans and writes alone
   if (o.json) {
-    print_report(o, plan, result, table.method, times);
+    print_report(o, outcome, front_end.times());
   } else if (!global.quiet) {
-    print_summary(o, result, before_weights, model, table.method, plan.target);
+    print_summary(o, outcome);
   }
   return Status::ok();
 }

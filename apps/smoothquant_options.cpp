@@ -48,12 +48,8 @@ Status smooth_as_cached(ir::Model& model, const SmoothQuantOption& o, const std:
                         calibration::ModelForms& forms) {
   PTQ_ASSIGN_OR_RETURN(std::optional<calib::SmoothQuantRecord> record,
                        calibration::smooth_as_cached(model, forms, cache));
-  if (!o.given() || (record && record->alpha == o.alpha)) return Status::ok();
-  if (!record) {
-    return usage_error("--smoothquant needs --data: {} was calibrated without SmoothQuant", cache);
-  }
-  return usage_error("--smoothquant {}: {} was calibrated with alpha {}", o.alpha, cache,
-                     record->alpha);
+  return calibration::check_smoothquant_agrees(
+      record, o.given() ? std::optional<double>(o.alpha) : std::nullopt, cache);
 }
 
 }  // namespace ptq::apps

@@ -262,6 +262,92 @@ onnx::InputShapes fed_shapes(const data::Dataset& dataset);
 Status resolve_plan_shapes(const ir::Model& model, const std::vector<ShapeSource>& sources,
                            runtime::Backend& backend, int threads, planner::PlanOptions& plan);
 
+// ---- the quantize flow (quantize_model.cpp) -------------------------------------------------
+// Everything `ptq quantize` does, for every front end (the CLI, the Python module's quantize):
+// the model made plannable, SmoothQuant, calibration or a cache (its recorded options adopted),
+// bias correction, the caches written, the plan with concrete shapes, the Q/DQ model checked
+// and written. The same request gives the same bytes whichever front end makes it.
+
+// Makes `model` (named `name` in messages) plannable: a model holding Q/DQ is refused unless
+// `requantize` (its Q/DQ is stripped); one below opset 13 whose ops changed meaning on the way
+// is converted (onnx::convert_opset). Each new form is added to `forms` (so its cache is
+// accepted) and each change is described in one line of `notes` (warnings to show).
+Status prepare_for_planning(ir::Model& model, std::string_view name, bool requantize,
+                            ModelForms& forms, std::vector<std::string>& notes);
+
+// What the front end supplies: the data, the calibration workers, the progress display and the
+// warnings. Callbacks run on the calling thread, except a pass's progress function, which the
+// calibration workers call one at a time.
+class QuantizeFrontEnd {
+ public:
+  virtual ~QuantizeFrontEnd() = default;
+  // The calibration data bound to `graph`; opened again by each pass over it.
+  virtual Expected<data::Dataset> open_data(const ir::Graph& graph) = 0;
+  // The calibration workers for `model`, owned by the front end until the flow returns.
+  virtual Expected<std::vector<runtime::Executor*>> calibration_workers(const ir::Model& model) = 0;
+  // A pass over `samples` samples starts: "smoothquant" or "calibration" (whose Progress
+  // counts its passes); its progress goes to the function returned (a non-ok Status from it
+  // stops the flow). end_pass() follows it, also when the pass fails.
+  virtual ProgressFn start_pass(std::string_view stage, int64_t samples) = 0;
+  virtual void end_pass() = 0;
+  // A one-line warning; a non-ok Status stops the flow with it (a warning made an error).
+  virtual Status warn(const std::string& message) = 0;
+  // A phase is done: "load model", "calibrate" or "read cache", "quantize", "write model".
+  virtual void phase_done(std::string_view /*phase*/) {}
+};
+
+struct QuantizeRequest {
+  std::filesystem::path model;  // the float model (named so in messages)
+  std::filesystem::path out;    // the Q/DQ model written
+  bool external_data = false;   // large initializers in OUT.data beside it
+  bool requantize = false;      // strip an already quantized model's Q/DQ first
+  // Empty: calibrate on the front end's data. Else reuse this cache (any format): the options
+  // it records and `given` lacks are adopted (adopt_settings); `force` takes a cache of
+  // another graph, or one whose bias corrections disagree, with a warning.
+  std::filesystem::path cache{};
+  bool force = false;
+  std::set<std::string> given{};  // recorded_option_flags() given by the user
+  QuantizeSettings settings{};    // plan.shapes_remedy should name the front end's sources
+  // SmoothQuant's alpha: the float model is smoothed before calibration; with a cache, the
+  // cache's record smooths it and an alpha given must agree.
+  std::optional<double> smoothquant{};
+  // Calibration: method, date, ignore_nonfinite, threads, backend, comm (plan and progress are
+  // set by the flow). Under a communicator, ranks other than 0 stop after calibration.
+  CalibrationOptions calibration{};
+  int threads = 1;  // CPU threads of SmoothQuant's and bias correction's passes and of planning
+  // Labels of the shape sources in messages: the data's, then the user's shapes.
+  std::string data_label = "the data";
+  onnx::InputShapes input_shapes{};
+  std::string input_shapes_label = "the input shapes";
+  std::optional<std::filesystem::path> cache_out{};  // the ptqkit JSON cache written
+  std::optional<std::filesystem::path> trt_cache{};  // a TensorRT text cache written
+  calib::TrtWriteOptions trt{};
+};
+
+struct QuantizeOutcome {
+  bool written = false;  // false on a rank other than 0, which stops after calibration
+  planner::QuantizeResult result{};
+  QuantizeSettings settings{};  // as used: given, with a cache's recorded options adopted
+  std::string method;           // the calibration table's
+  std::optional<calib::SmoothQuantRecord> smoothquant{};
+  int64_t weight_bytes_before = 0;  // initializers of the model loaded
+  int64_t weight_bytes_after = 0;   // and of the model written
+};
+
+// Runs the flow. Warnings (model conversions, cache checks, the planner's, ranges that clip
+// much of their tensor) go to front_end.warn. Nothing is written when a step fails before
+// the caches (the caches before the model: a model that fails to plan keeps its calibration).
+Expected<QuantizeOutcome> quantize_model(const QuantizeRequest& request,
+                                         QuantizeFrontEnd& front_end);
+
+// A usage error when SmoothQuant at `alpha` (nullopt: not asked for) is asked of a quantize
+// from the cache `cache`, whose record is `record`, and they disagree.
+Status check_smoothquant_agrees(const std::optional<calib::SmoothQuantRecord>& record,
+                                std::optional<double> alpha, const std::filesystem::path& cache);
+
+// The bytes of `model`'s initializers.
+int64_t weight_bytes(const ir::Model& model);
+
 // This build's version (PTQ_VERSION_STRING, ptq/version.h).
 std::string_view ptqkit_version();
 
