@@ -99,6 +99,18 @@ const std::pair<std::string_view, DataMovement> kMovers[] = {
     {"MaxPool", DataMovement::kWindowMax},
 };
 
+// Sorted by op type; the reasons are docs/QUANTIZED_OPS.md's, shortened.
+const std::pair<std::string_view, std::string_view> kFloatOps[] = {
+    {"GridSample",
+     "sampling op: stays float (TensorRT runs GridSample in FP32/FP16 only; grid coordinates "
+     "need float precision)"},
+    {"NonMaxSuppression",
+     "box selection: stays float (scores and IoU are compared with thresholds; outputs indices)"},
+    {"RoiAlign",
+     "box pooling: stays float (roi coordinates drive the sampling positions; TensorRT and ONNX "
+     "Runtime have no INT8 RoiAlign)"},
+};
+
 bool op_in(const Node& node, std::initializer_list<std::string_view> ops) {
   if (!node.in_default_domain()) return false;
   return std::find(ops.begin(), ops.end(), node.op_type) != ops.end();
@@ -184,6 +196,14 @@ std::vector<size_t> data_inputs(const Node& node) {
     if (!node.inputs[i].empty()) all.push_back(i);
   }
   return all;
+}
+
+std::optional<std::string_view> float_reason(const Node& node) {
+  if (!node.in_default_domain()) return std::nullopt;
+  for (const auto& [op, reason] : kFloatOps) {
+    if (op == node.op_type) return reason;
+  }
+  return std::nullopt;
 }
 
 bool is_pool(const Node& node) {

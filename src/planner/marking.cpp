@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "ptq/ir/op_traits.h"
+
 namespace ptq::planner {
 
 Marking::Marking(const GraphView& v, const PlanOptions& o)
@@ -18,6 +20,10 @@ Marking::Marking(const GraphView& v, const PlanOptions& o)
     nodes[n].name = v.node(n).name;
     nodes[n].op_type = v.node(n).op_type;
     nodes[n].reason = std::string(kNoRuleReason);
+    if (const auto reason = ir::float_reason(v.node(n))) {
+      nodes[n].reason = std::string(*reason);
+      excluded[n] = true;
+    }
   }
 }
 

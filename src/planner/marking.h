@@ -28,7 +28,8 @@ class Marking {
   std::vector<NodePlan> nodes;         // parallel to graph nodes
   std::vector<Unit> units;
   std::vector<std::string> warnings;
-  std::vector<bool> excluded;          // by name pattern or op type (reason in nodes[n])
+  // By name pattern, op type or ir::float_reason (reason in nodes[n]).
+  std::vector<bool> excluded;
   std::vector<bool> weighted_ok;       // weighted op structurally quantizable
   std::vector<int64_t> bn_of_conv;     // conv -> BatchNormalization that can fold into it, or -1
   std::vector<int64_t> conv_of_bn;     // the reverse, or -1

@@ -196,3 +196,17 @@ TEST(OpTraits, PoolsAndFusableActivations) {
   EXPECT_TRUE(is_fusable_activation(op("Clip", {"x"})));
   EXPECT_FALSE(is_fusable_activation(op("Softmax", {"x"})));
 }
+
+TEST(OpTraits, DetectionAndSamplingOpsStayFloat) {
+  const std::pair<const char*, const char*> ops[] = {
+      {"GridSample", "TensorRT"}, {"NonMaxSuppression", "IoU"}, {"RoiAlign", "roi"}};
+  for (const auto& [type, why] : ops) {
+    const auto reason = float_reason(op(type, {"x", "g"}));
+    ASSERT_TRUE(reason.has_value()) << type;
+    EXPECT_NE(reason->find(why), std::string::npos) << *reason;
+  }
+  EXPECT_FALSE(float_reason(op("Resize", {"x"})).has_value());
+  Node custom = op("RoiAlign", {"x", "r", "i"});
+  custom.domain = "com.microsoft";
+  EXPECT_FALSE(float_reason(custom).has_value());
+}

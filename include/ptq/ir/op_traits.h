@@ -83,6 +83,11 @@ bool moves_one_input(const Node& node);
 // The input slots of a data-movement op that carry data (not shapes, indices or axes).
 std::vector<size_t> data_inputs(const Node& node);
 
+// Why a node stays float whatever the target and options, or nullopt: the planner puts no Q/DQ
+// on its inputs or weights (NonMaxSuppression, RoiAlign: box and index arithmetic; GridSample:
+// TensorRT samples in float). docs/QUANTIZED_OPS.md lists each op's decision.
+std::optional<std::string_view> float_reason(const Node& node);
+
 bool is_pool(const Node& node);  // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
 // Element-wise activations TensorRT fuses into the op before them (Relu, Clip, …).
 bool is_fusable_activation(const Node& node);
