@@ -93,6 +93,7 @@ const std::pair<std::string_view, DataMovement> kMovers[] = {
     {"Squeeze", DataMovement::kView},         {"Unsqueeze", DataMovement::kView},
     {"Identity", DataMovement::kView},        {"Transpose", DataMovement::kReorder},
     {"DepthToSpace", DataMovement::kReorder}, {"SpaceToDepth", DataMovement::kReorder},
+    {"ReverseSequence", DataMovement::kReorder},
     {"Slice", DataMovement::kSelect},         {"Gather", DataMovement::kSelect},
     {"Split", DataMovement::kSplit},          {"Expand", DataMovement::kRepeat},
     {"Tile", DataMovement::kRepeat},          {"Concat", DataMovement::kJoin},
