@@ -4,6 +4,7 @@
 // reference; every kernel bit-identical on 1, 2 and 3 threads.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "kernel_harness.h"
@@ -315,6 +316,19 @@ TEST(GridSample, PaddingOutsideThePlane) {
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 2), want)
         << padding;
+  }
+}
+
+TEST(GridSample, OnePixelAxisWithAlignCornersReadsThatPixelFromAnyPoint) {
+  // RAFT's coarsest level normalises by W - 1 = 0: its grid holds infinities.
+  const ir::Tensor x = floats({1, 1, 1, 1}, {7});
+  const float inf = std::numeric_limits<float>::infinity();
+  const ir::Tensor grid = floats({1, 1, 3, 2}, {-inf, 3, inf, -inf, 0.25f, 0});
+  for (bool reference : {true, false}) {
+    const auto out = run_kernel(grid_node("bilinear", "zeros", 1), 16, {&x, &grid}, reference);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 3),
+              (std::vector<float>{7, 7, 7}));
   }
 }
 

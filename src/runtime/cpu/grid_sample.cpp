@@ -66,12 +66,17 @@ int64_t tap(const Plane& p, Padding padding, int64_t row, int64_t col) {
   return std::clamp<int64_t>(r, 0, p.height - 1) * p.width + std::clamp<int64_t>(c, 0, p.width - 1);
 }
 
-// The pixel coordinate of normalised n in [-1, 1] along an axis of `len` pixels, in T.
+// The pixel coordinate of normalised n in [-1, 1] along an axis of `len` pixels, in T. With
+// align_corners an axis of one pixel maps every n to it, infinite n included (ONNX Runtime's
+// result; RAFT's coarsest correlation level divides by len - 1 = 0). A NaN lands outside and
+// huge values are clamped, so every coordinate converts to an integer.
 template <typename T>
 double denormalize(T n, int64_t len, bool align_corners) {
+  if (align_corners && len == 1) return 0.0;
   const auto l = static_cast<T>(len);
   const T x = align_corners ? (n + 1) / T(2) * (l - 1) : ((n + 1) * l - 1) / T(2);
-  return static_cast<double>(x);
+  constexpr double kFar = 1e9;
+  return std::isnan(x) ? -kFar : std::clamp(static_cast<double>(x), -kFar, kFar);
 }
 
 void cubic_coeffs(double t, double c[4]) {
