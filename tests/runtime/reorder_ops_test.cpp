@@ -1,5 +1,7 @@
 // ReverseSequence, MaxUnpool and Unique: the operator examples worked by hand, Unique against
 // std::map on random data, ReverseSequence bit-identical on 1, 2 and 3 threads.
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "kernel_harness.h"
@@ -81,6 +83,18 @@ TEST(Unique, SortedAndInFirstOccurrenceOrder) {
     EXPECT_EQ(values<int64_t>(out[2]), sorted ? I({1, 0, 0, 2, 3, 2}) : I({0, 1, 1, 2, 3, 2}));
     EXPECT_EQ(values<int64_t>(out[3]), sorted ? I({2, 1, 2, 1}) : I({1, 2, 2, 1}));
   }
+}
+
+TEST(Unique, NaNsSortLastAsOneValue) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto x = tensor<float>({4}, {nan, 1, nan, 0});
+  const auto out = run_kernel(make_node("Unique", 1, 4), 11, {&x}, true);
+  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out[0].size(), 3);
+  EXPECT_EQ(out[0].data<float>()[0], 0.0f);
+  EXPECT_EQ(out[0].data<float>()[1], 1.0f);
+  EXPECT_TRUE(std::isnan(out[0].data<float>()[2]));
+  EXPECT_EQ(values<int64_t>(out[3]), (std::vector<int64_t>{1, 1, 2}));
 }
 
 TEST(Unique, SlicesAlongAnAxisMatchAMapOfColumns) {

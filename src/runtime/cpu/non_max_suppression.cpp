@@ -4,7 +4,6 @@
 // same boxes win at a threshold's edge. The output is [selected, 3] int64 rows
 // (batch, class, box), batches then classes in order, each class in selection order.
 #include <algorithm>
-#include <numeric>
 
 #include "kernel_util.h"
 #include "registry.h"

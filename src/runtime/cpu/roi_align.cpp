@@ -76,6 +76,10 @@ RoiGrid roi_grid(const RoiAttrs& a, const T* roi, int64_t height, int64_t width)
     roi_w = std::max(roi_w, 1.0);
     roi_h = std::max(roi_h, 1.0);
   }
+  if (!std::isfinite(roi_w) || !std::isfinite(roi_h) || !std::isfinite(x0) ||
+      !std::isfinite(y0)) {
+    return {};  // no samples: the bins average to 0
+  }
   const double bin_h = roi_h / static_cast<double>(a.out_h);
   const double bin_w = roi_w / static_cast<double>(a.out_w);
   const int64_t grid_h = a.sampling_ratio > 0 ? a.sampling_ratio

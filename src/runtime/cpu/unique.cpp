@@ -2,8 +2,10 @@
 // `axis`, sorted ascending (lexicographically for slices) or in order of first occurrence, with
 // each one's first index, every input element's (slice's) position in the result, and counts.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 
 #include "kernel_util.h"
 #include "registry.h"
@@ -17,6 +19,17 @@ struct Slices {
   int64_t outer = 1, count = 1, inner = 1;
 };
 
+// A strict weak order for any element type: NaNs after every number and equal to each other
+// (a NaN compared with < would break the sort's ordering).
+template <typename T>
+bool before(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a)) return false;
+    if (std::isnan(b)) return true;
+  }
+  return a < b;
+}
+
 template <typename T>
 struct SliceOrder {
   const T* x;
@@ -27,8 +40,8 @@ struct SliceOrder {
       const T* pa = x + (o * s.count + a) * s.inner;
       const T* pb = x + (o * s.count + b) * s.inner;
       for (int64_t i = 0; i < s.inner; ++i) {
-        if (pa[i] < pb[i]) return -1;
-        if (pb[i] < pa[i]) return 1;
+        if (before(pa[i], pb[i])) return -1;
+        if (before(pb[i], pa[i])) return 1;
       }
     }
     return 0;
