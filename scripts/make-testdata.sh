@@ -4,6 +4,7 @@
 #   DIR/models/{resnet18,mobilenet_v2,transformer}.onnx   random-init models, fixed seed
 #   DIR/models/<name>.samples.npy                         8 float32 samples each
 #   DIR/models/resnet18.calib.npy                         32 float32 samples
+#   DIR/models/einsum_attention.{onnx,samples.npy}         attention with torch.einsum
 #   DIR/onnx-backend/node/test_*/                         ONNX's own backend node test data
 #   DIR/zoo/                                              the model zoo (scripts/export_zoo.py)
 # Idempotent: each item has a stamp DIR/.stamps/<item> holding a version string (this script's
@@ -71,6 +72,9 @@ item mobilenet_v2 "$here/export_models.py" \
 item transformer "$here/export_models.py" \
   "models/transformer.onnx models/transformer.samples.npy" \
   "$PY" "$here/export_models.py" transformer "$dir/models"
+item einsum_attention "$here/export_einsum_model.py" \
+  "models/einsum_attention.onnx models/einsum_attention.samples.npy" \
+  "$PY" "$here/export_einsum_model.py" "$dir/models"
 item onnx-backend "$here/gen_backend_data.py" \
   "onnx-backend/node/test_conv_with_strides_padding/model.onnx" \
   "$PY" "$here/gen_backend_data.py" "$dir/onnx-backend"

@@ -78,6 +78,8 @@ const Entry kMatMul = {
     matrix_macs,
 };
 
+// An op in none of these tables stays float: docs/QUANTIZED_OPS.md says why for those one might
+// expect in INT8 (Einsum: TensorRT runs it in float).
 const std::array<const Entry*, 4> kWeighted = {&kConv, &kConvTranspose, &kGemm, &kMatMul};
 
 const Entry* entry(const Node& node) {
