@@ -262,6 +262,27 @@ class GruClassifier(nn.Module):
         return self.fc(self.gru(torch.relu(self.proj(x)))[1][0])
 
 
+class RaftSmall(nn.Module):
+    """torchvision's raft_small optical flow (its correlation lookups are GridSample) returning
+    the last flow estimate, with 2 refinement updates instead of 12: each update repeats the
+    same ops, so two keep the graph and CI small. torchvision 0.14 divides the correlation by
+    torch.sqrt(torch.tensor(channels)), which exports as Sqrt of an int64 (an invalid model);
+    the same division by a Python float exports as a constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.raft = torchvision.models.optical_flow.raft_small(weights=None)
+
+        def corr_volume(fmap1, fmap2):
+            n, c, h, w = fmap1.shape
+            corr = torch.matmul(fmap1.view(n, c, h * w).transpose(1, 2), fmap2.view(n, c, h * w))
+            return corr.view(n, h, w, 1, h, w) / math.sqrt(c)
+        self.raft.corr_block._compute_corr_volume = corr_volume
+
+    def forward(self, image1, image2):
+        return self.raft(image1, image2, num_flow_updates=2)[-1]
+
+
 # ---- the zoo -----------------------------------------------------------------------------
 # name: (family, opset, natural batch, builder, {input: (kind, shape)}, output names)
 # kind "image": float32 NCHW; "features": float32 spectrogram-like (or [seq, feats]);
@@ -310,6 +331,8 @@ ZOO = {
                     ["logits"]),
     "gru_classifier": ("sequence", 14, 8, GruClassifier, {"input": ("features", (16, 20))},
                        ["logits"]),
+    "raft_small": ("flow", 16, 8, RaftSmall,
+                   {"image1": ("image", (3, 64, 64)), "image2": ("image", (3, 64, 64))}, ["flow"]),
 }
 
 

@@ -95,6 +95,7 @@ const std::pair<std::string_view, DataMovement> kMovers[] = {
     {"Squeeze", DataMovement::kView},         {"Unsqueeze", DataMovement::kView},
     {"Identity", DataMovement::kView},        {"Transpose", DataMovement::kReorder},
     {"DepthToSpace", DataMovement::kReorder}, {"SpaceToDepth", DataMovement::kReorder},
+    {"ReverseSequence", DataMovement::kReorder},
     {"Slice", DataMovement::kSelect},         {"Gather", DataMovement::kSelect},
     {"Split", DataMovement::kSplit},          {"Expand", DataMovement::kRepeat},
     {"Tile", DataMovement::kRepeat},          {"Concat", DataMovement::kJoin},
@@ -103,8 +104,19 @@ const std::pair<std::string_view, DataMovement> kMovers[] = {
 
 constexpr std::string_view kRecurrent =
     "recurrent op: stays float (TensorRT does not quantize RNN weights or inputs)";
+// Sorted by op type; the reasons are docs/QUANTIZED_OPS.md's, shortened.
 const std::pair<std::string_view, std::string_view> kFloatOps[] = {
-    {"GRU", kRecurrent}, {"LSTM", kRecurrent}, {"RNN", kRecurrent},
+    {"GRU", kRecurrent},
+    {"GridSample",
+     "sampling op: stays float (TensorRT runs GridSample in FP32/FP16 only; grid coordinates "
+     "need float precision)"},
+    {"LSTM", kRecurrent},
+    {"NonMaxSuppression",
+     "box selection: stays float (scores and IoU are compared with thresholds; outputs indices)"},
+    {"RNN", kRecurrent},
+    {"RoiAlign",
+     "box pooling: stays float (roi coordinates drive the sampling positions; TensorRT and ONNX "
+     "Runtime have no INT8 RoiAlign)"},
 };
 
 bool op_in(const Node& node, std::initializer_list<std::string_view> ops) {

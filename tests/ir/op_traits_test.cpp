@@ -208,3 +208,24 @@ TEST(OpTraits, RecurrentOpsStayFloat) {
   custom.domain = "com.example";
   EXPECT_FALSE(float_reason(custom).has_value());
 }
+
+TEST(OpTraits, DetectionAndSamplingOpsStayFloat) {
+  const std::pair<const char*, const char*> ops[] = {
+      {"GridSample", "TensorRT"}, {"NonMaxSuppression", "IoU"}, {"RoiAlign", "roi"}};
+  for (const auto& [type, why] : ops) {
+    const auto reason = float_reason(op(type, {"x", "g"}));
+    ASSERT_TRUE(reason.has_value()) << type;
+    EXPECT_NE(reason->find(why), std::string::npos) << *reason;
+  }
+  EXPECT_FALSE(float_reason(op("Resize", {"x"})).has_value());
+  // ReverseSequence only reorders its data input (TensorRT runs it in INT8 too).
+  EXPECT_EQ(data_movement(op("ReverseSequence", {"x", "lens"})), DataMovement::kReorder);
+  EXPECT_EQ(data_inputs(op("ReverseSequence", {"x", "lens"})), std::vector<size_t>{0});
+  for (const char* type : {"MaxUnpool", "Unique"}) {
+    EXPECT_FALSE(float_reason(op(type, {"x"})).has_value()) << type;  // no rule: float
+    EXPECT_FALSE(is_data_movement(op(type, {"x"}))) << type;
+  }
+  Node custom = op("RoiAlign", {"x", "r", "i"});
+  custom.domain = "com.microsoft";
+  EXPECT_FALSE(float_reason(custom).has_value());
+}

@@ -296,5 +296,29 @@ TEST(Placement, RecurrentOpsStayFloat) {
   }
 }
 
+//   x ─► conv1 ─► relu1 ─► r1 ─► GridSample(grid) ─► s ─► conv2 ─► y
+// GridSample stays float (ir::float_reason): r1 and the grid reach it float, conv2 still
+// reads s through its own Q/DQ.
+TEST(Placement, GridSampleBetweenInt8ConvsStaysFloat) {
+  Builder b;
+  b.input("x", {1, 16, 8, 8});
+  b.input("grid", {1, 8, 8, 2});
+  b.conv("conv1", "x", "c1", 16, 16);
+  b.node("Relu", "relu1", {"c1"}, {"r1"});
+  b.node("GridSample", "gs", {"r1", "grid"}, {"s"});
+  b.conv("conv2", "s", "y", 16, 16);
+  b.output("y", {1, 16, 8, 8});
+  const QuantizeResult r = quantize_ok(b.model, b.table());
+  const ir::Model& m = b.model;
+  EXPECT_EQ(dq_at(m, "gs", 0), nullptr);
+  EXPECT_EQ(dq_at(m, "gs", 1), nullptr);
+  EXPECT_EQ(quantized_source(m, "conv1", 0), "x");
+  EXPECT_EQ(quantized_source(m, "conv2", 0), "s");
+  const auto gs = std::find_if(r.float_nodes.begin(), r.float_nodes.end(),
+                               [](const NodePlan& n) { return n.name == "gs"; });
+  ASSERT_NE(gs, r.float_nodes.end());
+  EXPECT_NE(gs->reason.find("TensorRT runs GridSample in FP32/FP16"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ptq::planner::testing

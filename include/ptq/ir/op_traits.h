@@ -85,7 +85,8 @@ std::vector<size_t> data_inputs(const Node& node);
 
 // Why a node stays float whatever the target and options, or nullopt: the planner puts no Q/DQ
 // on its inputs or weights (LSTM, GRU, RNN: TensorRT's explicit quantization keeps recurrent
-// layers float). docs/QUANTIZED_OPS.md lists each op's decision.
+// layers float; NonMaxSuppression, RoiAlign: box and index arithmetic; GridSample: TensorRT
+// samples in float). docs/QUANTIZED_OPS.md lists each op's decision.
 std::optional<std::string_view> float_reason(const Node& node);
 
 bool is_pool(const Node& node);  // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
