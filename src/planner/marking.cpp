@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "ptq/ir/op_traits.h"
+
 namespace ptq::planner {
 
 Marking::Marking(const GraphView& v, const PlanOptions& o)
@@ -18,6 +20,7 @@ Marking::Marking(const GraphView& v, const PlanOptions& o)
     nodes[n].name = v.node(n).name;
     nodes[n].op_type = v.node(n).op_type;
     nodes[n].reason = std::string(kNoRuleReason);
+    if (ir::is_control_flow(v.node(n))) nodes[n].reason = std::string(kControlFlowReason);
   }
 }
 
