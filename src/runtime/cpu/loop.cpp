@@ -28,8 +28,9 @@ class LoopKernel final : public Kernel {
     bool cond = cond_in == nullptr || cond_in->as_double(0) != 0.0;
     std::vector<ir::Tensor> state(carried_);
     for (size_t j = 0; j < carried_; ++j) {
-      PTQ_RETURN_IF_ERROR(require_inputs(node_, inputs, 2 + j + 1));
-      state[j] = inputs[2 + j]->view();
+      const ir::Tensor* initial = input_or_null(inputs, 2 + j);
+      if (initial == nullptr) return node_error(node_, "input {} is missing", 2 + j);
+      state[j] = initial->view();
     }
     const size_t scans = outputs.size() - carried_;
     std::vector<std::vector<ir::Tensor>> scanned(scans);
