@@ -214,7 +214,8 @@ class Executor {
   virtual std::vector<std::pair<std::string, ir::Shape>> value_shapes() const { return {}; }
 };
 
-// The default-domain op types of `model` that `backend` cannot run, sorted and unique.
+// The op types of `model` (its subgraphs' included) that `backend` cannot run, sorted and
+// unique; another domain's as "domain.Op".
 std::vector<std::string> unsupported_ops(const ir::Model& model, const Backend& backend);
 
 }  // namespace ptq::runtime

@@ -135,6 +135,18 @@ TEST(ControlFlow, ValuesSubgraphsReadCountAsTheirNodesInputs) {
   EXPECT_EQ(ir::GraphIndex(m.graph).consumers("x"), (std::vector<size_t>{0, 1}));
 }
 
+TEST(ControlFlow, OpsInsideSubgraphsAreListedWhenUnsupported) {
+  ir::Model m = if_loop_model();
+  ir::Graph odd = branch("Add", "sum");
+  odd.nodes[0].op_type = "NoSuchOp";
+  m.graph.nodes[0].attributes[0] = ir::graph_attr("then_branch", std::move(odd));
+  auto backend = runtime::make_cpu_backend();
+  EXPECT_EQ(runtime::unsupported_ops(m, *backend), (std::vector<std::string>{"NoSuchOp"}));
+  auto exec = runtime::Executor::create(m, *backend);
+  ASSERT_FALSE(exec.has_value());
+  EXPECT_EQ(exec.status().message(), "the cpu backend cannot run these ops of the model: NoSuchOp");
+}
+
 TEST(ControlFlow, LoopBodyWhoseOutputsDoNotFitIsRefused) {
   ir::Graph body = loop_body();
   body.outputs.pop_back();  // no scan output, but the Loop has one
@@ -163,6 +175,41 @@ TEST(ControlFlow, ScanOutputThatChangesShapeIsRefusedNamingIt) {
   EXPECT_EQ(out.status().message(),
             "Loop node 'repeat': scan output 'scan_out' is float32 [10] at iteration 1 but "
             "float32 [6] at iteration 0");
+}
+
+// Scan over axis 1 of x[2, 3], last column first, its scan output stacked on axis 1 in reverse:
+// running sums of the columns from the right, back in the columns' order.
+TEST(ControlFlow, ScanTakesItsAxesAndDirections) {
+  ir::Graph body;
+  body.name = "body";
+  body.inputs = {value("s", ir::DType::kFloat32), value("column", ir::DType::kFloat32)};
+  body.nodes.push_back(ir::make_node("Add", "add", {"s", "column"}, {"s_out"}));
+  body.nodes.push_back(ir::make_node("Identity", "record", {"s_out"}, {"scan_out"}));
+  body.outputs = {value("s_out", ir::DType::kFloat32), value("scan_out", ir::DType::kFloat32)};
+  ir::Model m;
+  m.set_opset("", 11);
+  m.graph.inputs = {value("s0", ir::DType::kFloat32), value("x", ir::DType::kFloat32, {2, 3})};
+  ir::Node scan = ir::make_node("Scan", "scan", {"s0", "x"}, {"s", "sums"});
+  scan.attributes = {ir::graph_attr("body", std::move(body)), ir::int_attr("num_scan_inputs", 1),
+                     ir::ints_attr("scan_input_axes", {1}),
+                     ir::ints_attr("scan_input_directions", {1}),
+                     ir::ints_attr("scan_output_axes", {1}),
+                     ir::ints_attr("scan_output_directions", {1})};
+  m.graph.nodes = {scan};
+  m.graph.outputs = {value("s", ir::DType::kFloat32), value("sums", ir::DType::kFloat32, {2, 3})};
+  auto backend = runtime::make_cpu_backend();
+  auto exec = runtime::Executor::create(m, *backend);
+  ASSERT_TRUE(exec.has_value()) << exec.status().message();
+  auto out = (*exec)->run({{"s0", ir::make_tensor<float>({2}, {0, 0})},
+                           {"x", ir::make_tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6})}});
+  ASSERT_TRUE(out.has_value()) << out.status().message();
+  const ir::Tensor& final_sum = (*out)[0].second;
+  const ir::Tensor& sums = (*out)[1].second;
+  EXPECT_EQ(std::vector<float>(final_sum.span<float>().begin(), final_sum.span<float>().end()),
+            (std::vector<float>{6, 15}));
+  ASSERT_EQ(sums.shape(), (ir::Shape{2, 3}));
+  EXPECT_EQ(std::vector<float>(sums.span<float>().begin(), sums.span<float>().end()),
+            (std::vector<float>{6, 5, 3, 15, 11, 6}));
 }
 
 }  // namespace

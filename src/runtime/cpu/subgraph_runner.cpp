@@ -37,7 +37,7 @@ Expected<std::unique_ptr<SubgraphRunner>> SubgraphRunner::make(const KernelConte
   if (a == nullptr || a->g == nullptr) {
     return node_error(ctx.node, "has no graph attribute '{}'", attr);
   }
-  auto runner = std::unique_ptr<SubgraphRunner>(new SubgraphRunner());
+  auto runner = std::make_unique<SubgraphRunner>();
   runner->node_ = &ctx.node;
   const std::vector<std::string> outer = ir::outer_scope_values(*a->g);
   const std::vector<std::string> implicit = ir::outer_scope_values(ctx.node);
