@@ -22,6 +22,8 @@ class Allocator {
   virtual ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) = 0;
 };
 
+class Backend;
+
 // What a kernel factory sees when the executor prepares a node.
 struct KernelContext {
   const ir::Node& node;
@@ -32,6 +34,8 @@ struct KernelContext {
   bool reference = false;
   // Convolutions may run Winograd's F(2x2, 3x3) (CpuBackendOptions::winograd).
   bool winograd = true;
+  // The backend making the kernel: a node holding subgraphs (If, Loop, Scan) runs them on it.
+  Backend* backend = nullptr;
 };
 
 // The nodes after a Conv or Gemm that the executor may fold into the kernel's output when no
@@ -48,9 +52,11 @@ struct Epilogue {
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  // inputs[i] is null for an omitted optional input. The kernel fills `outputs` (one entry per
-  // node output, pre-sized by the executor) with tensors from `alloc`, or with views of its
-  // inputs for ops that do not change bytes (Reshape, Identity, …).
+  // inputs[i] is null for an omitted optional input; after the node's inputs come the values
+  // its subgraphs read from outside (ir::outer_scope_values(node), in that order). The kernel
+  // fills `outputs` (one entry per node output, pre-sized by the executor) with tensors from
+  // `alloc`, with views of its inputs for ops that do not change bytes (Reshape, Identity, …),
+  // or with tensors owning their bytes (a subgraph's outputs).
   virtual Status run(std::span<const ir::Tensor* const> inputs, std::span<ir::Tensor> outputs,
                      Allocator& alloc) = 0;
   // Whether run_fused() takes epilogues of this form (asked once, when the executor plans).
@@ -208,7 +214,8 @@ class Executor {
   virtual std::vector<std::pair<std::string, ir::Shape>> value_shapes() const { return {}; }
 };
 
-// The default-domain op types of `model` that `backend` cannot run, sorted and unique.
+// The op types of `model` (its subgraphs' included) that `backend` cannot run, sorted and
+// unique; another domain's as "domain.Op".
 std::vector<std::string> unsupported_ops(const ir::Model& model, const Backend& backend);
 
 }  // namespace ptq::runtime

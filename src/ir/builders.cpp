@@ -1,5 +1,6 @@
 #include "ptq/ir/builders.h"
 
+#include <memory>
 #include <utility>
 
 namespace ptq::ir {
@@ -36,6 +37,12 @@ Attribute ints_attr(std::string name, std::vector<int64_t> v) {
 Attribute string_attr(std::string name, std::string v) {
   Attribute a = named(std::move(name), AttrType::kString);
   a.s = std::move(v);
+  return a;
+}
+
+Attribute graph_attr(std::string name, Graph g) {
+  Attribute a = named(std::move(name), AttrType::kGraph);
+  a.g = std::make_shared<const Graph>(std::move(g));
   return a;
 }
 

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "ptq/ir/subgraph.h"
+
 namespace ptq::ir {
 
 std::optional<Shape> TypeInfo::concrete() const {
@@ -205,11 +207,14 @@ GraphIndex::GraphIndex(const Graph& graph) {
     for (const std::string& out : node.outputs) {
       if (!out.empty()) producer_.emplace(out, n);
     }
-    for (const std::string& in : node.inputs) {
-      if (in.empty()) continue;
+    auto consume = [&](const std::string& in) {
+      if (in.empty()) return;
       auto& list = consumers_[in];
       if (list.empty() || list.back() != n) list.push_back(n);
-    }
+    };
+    for (const std::string& in : node.inputs) consume(in);
+    // A value a subgraph reads is read by the node holding it.
+    for (const std::string& in : outer_scope_values(node)) consume(in);
   }
 }
 
@@ -248,18 +253,23 @@ Expected<std::vector<size_t>> topological_order(const Graph& graph) {
   std::vector<size_t> deps;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     deps.clear();
-    for (const std::string& in : graph.nodes[n].inputs) {
-      if (in.empty()) continue;
+    const Node& node = graph.nodes[n];
+    auto depend = [&](const std::string& in) -> Status {
+      if (in.empty()) return {};
       auto it = producer.find(in);
       if (it == producer.end()) {
         return invalid_input("input '{}' of {} is produced by no node and is not a graph input "
-                             "or initializer", in, graph.nodes[n].label());
+                             "or initializer", in, node.label());
       }
       const size_t p = it->second;
-      if (p == kAvailable || std::find(deps.begin(), deps.end(), p) != deps.end()) continue;
+      if (p == kAvailable || std::find(deps.begin(), deps.end(), p) != deps.end()) return {};
       deps.push_back(p);
       users[p].push_back(n);
-    }
+      return {};
+    };
+    for (const std::string& in : node.inputs) PTQ_RETURN_IF_ERROR(depend(in));
+    // A value a subgraph reads must exist before the node holding it runs.
+    for (const std::string& in : outer_scope_values(node)) PTQ_RETURN_IF_ERROR(depend(in));
     pending[n] = deps.size();
   }
   std::vector<size_t> order;

@@ -4,6 +4,8 @@
 #include <array>
 #include <utility>
 
+#include "ptq/ir/subgraph.h"
+
 namespace ptq::ir {
 
 namespace {
@@ -221,6 +223,10 @@ bool is_pool(const Node& node) {
 bool is_fusable_activation(const Node& node) {
   return op_in(node, {"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
                       "PRelu", "Elu", "Selu", "Softplus"});
+}
+
+bool is_control_flow(const Node& node) {
+  return op_in(node, {"If", "Loop", "Scan"}) || has_subgraph(node);
 }
 
 }  // namespace ptq::ir

@@ -1,7 +1,9 @@
 // ModelProto -> ir::Model, and the entry points load_model / parse_model. Everything the ir
-// has a field for is converted; what it does not model (subgraphs, sparse tensors, functions)
-// is kept as serialized bytes so the writer can put it back untouched.
+// has a field for is converted; what it does not model (sparse tensors, functions) is kept as
+// serialized bytes so the writer can put it back untouched. Graph attributes are both: kept as
+// bytes for the writer, and parsed into ir::Graphs the executor runs.
 #include <climits>
+#include <memory>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -26,6 +28,35 @@ bool is_opaque_attr(int type) {
          type == AP::UNDEFINED;
 }
 
+Expected<ir::Graph> graph_from_proto(const ::onnx::GraphProto& p,
+                                     const ExternalDataSource& external);
+
+Expected<std::shared_ptr<const ir::Graph>> subgraph_from_proto(const ::onnx::GraphProto& p,
+                                                               const ExternalDataSource& external) {
+  PTQ_ASSIGN_OR_RETURN(ir::Graph g, graph_from_proto(p, external));
+  return std::make_shared<const ir::Graph>(std::move(g));
+}
+
+// A graph attribute's graph(s) parsed into the ir, beside its bytes.
+Status subgraphs_from_proto(const AP& p, const ir::Node& node, const ExternalDataSource& external,
+                            ir::Attribute& a) {
+  auto fail = [&](const Status& s) {
+    return Status(s.code(), fmt::format("graph attribute '{}' of {}: {}", p.name(), node.label(),
+                                        s.message()));
+  };
+  if (p.type() == AP::GRAPH) {
+    auto g = subgraph_from_proto(p.g(), external);
+    if (!g) return fail(g.status());
+    a.g = std::move(*g);
+  }
+  for (const auto& gp : p.graphs()) {
+    auto g = subgraph_from_proto(gp, external);
+    if (!g) return fail(g.status());
+    a.graphs.push_back(std::move(*g));
+  }
+  return {};
+}
+
 Expected<ir::Attribute> attribute_from_proto(const AP& p, const ir::Node& node,
                                              const ExternalDataSource& external) {
   ir::Attribute a;
@@ -39,6 +70,9 @@ Expected<ir::Attribute> attribute_from_proto(const AP& p, const ir::Node& node,
   a.type = static_cast<ir::AttrType>(p.type());
   if (is_opaque_attr(p.type())) {
     a.opaque = p.SerializeAsString();
+    if (p.type() == AP::GRAPH || p.type() == AP::GRAPHS) {
+      PTQ_RETURN_IF_ERROR(subgraphs_from_proto(p, node, external, a));
+    }
     return a;
   }
   const std::string what = fmt::format("tensor of attribute '{}' of {}", p.name(), node.label());

@@ -38,6 +38,13 @@ void attribute_to_proto(const ir::Attribute& a, AP* p) {
     case ir::AttrType::kTensors:
       for (const ir::Tensor& t : a.tensors) tensor_to_proto(t, p->add_tensors());
       break;
+    // Graphs read from a file keep their bytes (above); these were built in code.
+    case ir::AttrType::kGraph:
+      if (a.g) graph_to_proto(*a.g, p->mutable_g(), true);
+      break;
+    case ir::AttrType::kGraphs:
+      for (const auto& g : a.graphs) graph_to_proto(*g, p->add_graphs(), true);
+      break;
     default: break;
   }
 }

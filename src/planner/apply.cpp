@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ptq/ir/builders.h"
+#include "ptq/ir/subgraph.h"
 #include "marking.h"
 #include "rewrite.h"
 
@@ -283,6 +284,7 @@ class Rewriter {
     for (size_t n = 0; n < g_.nodes.size() && !unread.empty(); ++n) {
       if (n < dead_.size() && dead_[n]) continue;
       for (const std::string& in : g_.nodes[n].inputs) unread.erase(in);
+      for (const std::string& in : ir::outer_scope_values(g_.nodes[n])) unread.erase(in);
     }
     std::vector<std::string> out;
     for (const std::string& name : replaced_) {

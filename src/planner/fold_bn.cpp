@@ -6,6 +6,7 @@
 
 #include "ptq/ir/op_traits.h"
 #include "ptq/ir/owned_copy.h"
+#include "ptq/ir/subgraph.h"
 #include "rewrite.h"
 
 namespace ptq::planner {
@@ -62,6 +63,10 @@ size_t count_uses(const ir::Graph& graph, std::string_view name, const std::vect
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (n < dead.size() && dead[n]) continue;
     for (const std::string& in : graph.nodes[n].inputs) count += in == name ? 1 : 0;
+    // A subgraph (If, Loop, Scan) reading it from here is a use too.
+    for (const std::string& in : ir::outer_scope_values(graph.nodes[n])) {
+      count += in == name ? 1 : 0;
+    }
   }
   return count;
 }

@@ -23,6 +23,8 @@ Marking::Marking(const GraphView& v, const PlanOptions& o)
     if (const auto reason = ir::float_reason(v.node(n))) {
       nodes[n].reason = std::string(*reason);
       excluded[n] = true;
+    } else if (ir::is_control_flow(v.node(n))) {
+      nodes[n].reason = std::string(kControlFlowReason);
     }
   }
 }

@@ -16,6 +16,8 @@ namespace ptq::planner {
 
 // NodePlan::reason of a node no placement rule looked at.
 inline constexpr std::string_view kNoRuleReason = "no quantization rule for this op type (float)";
+inline constexpr std::string_view kControlFlowReason =
+    "control flow: the node and its subgraphs stay float (docs/QUANTIZED_OPS.md)";
 
 class Marking {
  public:

@@ -475,14 +475,27 @@ Expected<NamedTensors> PlanExecutor::run_reusing(const NamedTensors& inputs, Nam
 
 }  // namespace
 
-std::vector<std::string> unsupported_ops(const ir::Model& model, const Backend& backend) {
-  std::set<std::string> missing;
-  const int64_t opset = model.opset("");
-  for (const ir::Node& node : model.graph.nodes) {
+namespace {
+
+// The graph's ops and those of its subgraphs, at any depth.
+void add_unsupported(const ir::Graph& graph, int64_t opset, const Backend& backend,
+                     std::set<std::string>& missing) {
+  for (const ir::Node& node : graph.nodes) {
     if (!backend.supports(node, opset)) {
       missing.insert(node.in_default_domain() ? node.op_type : node.domain + "." + node.op_type);
     }
+    for (const ir::Attribute& a : node.attributes) {
+      if (a.g) add_unsupported(*a.g, opset, backend, missing);
+      for (const auto& g : a.graphs) add_unsupported(*g, opset, backend, missing);
+    }
   }
+}
+
+}  // namespace
+
+std::vector<std::string> unsupported_ops(const ir::Model& model, const Backend& backend) {
+  std::set<std::string> missing;
+  add_unsupported(model.graph, model.opset(""), backend, missing);
   return {missing.begin(), missing.end()};
 }
 

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "ptq/ir/constant_attr.h"
+#include "ptq/ir/subgraph.h"
 
 namespace ptq::runtime {
 
@@ -63,6 +64,11 @@ std::optional<Plan> ordered_plan(const ir::Graph& graph, const std::vector<size_
     for (const std::string& in : node.inputs) {
       step.inputs.push_back(in.empty() ? -1 : plan.id(in));
       if (step.inputs.back() < 0 && !in.empty()) return std::nullopt;
+    }
+    // The values its subgraphs read come after its own inputs and live until it has run.
+    for (const std::string& in : ir::outer_scope_values(node)) {
+      step.inputs.push_back(plan.id(in));
+      if (step.inputs.back() < 0) return std::nullopt;
     }
     for (const std::string& out : node.outputs) {
       if (out.empty()) {

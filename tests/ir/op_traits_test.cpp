@@ -229,3 +229,16 @@ TEST(OpTraits, DetectionAndSamplingOpsStayFloat) {
   custom.domain = "com.microsoft";
   EXPECT_FALSE(float_reason(custom).has_value());
 }
+
+TEST(OpTraits, ControlFlow) {
+  for (const char* type : {"If", "Loop", "Scan"}) {
+    EXPECT_TRUE(is_control_flow(op(type, {"x"}))) << type;
+  }
+  EXPECT_FALSE(is_control_flow(op("Relu", {"x"})));
+  // Any node holding a parsed subgraph counts, whatever its op (a custom domain's loop).
+  Node custom = op("MyLoop", {"x"});
+  custom.domain = "com.example";
+  EXPECT_FALSE(is_control_flow(custom));
+  custom.attributes.push_back(graph_attr("body", Graph{}));
+  EXPECT_TRUE(is_control_flow(custom));
+}

@@ -13,6 +13,8 @@ Attribute int_attr(std::string name, int64_t v);
 Attribute float_attr(std::string name, float v);
 Attribute ints_attr(std::string name, std::vector<int64_t> v);
 Attribute string_attr(std::string name, std::string v);
+// A graph attribute (If's branches, Loop's and Scan's body); the writer serializes `g`.
+Attribute graph_attr(std::string name, Graph g);
 
 // A default-domain node without attributes.
 Node make_node(std::string op_type, std::string name, std::vector<std::string> inputs,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,8 @@ enum class AttrType : int32_t {
   kTypeProtos = 14,
 };
 
+class Graph;
+
 struct Attribute {
   std::string name;
   AttrType type = AttrType::kUndefined;
@@ -77,8 +80,14 @@ struct Attribute {
   std::vector<Tensor> tensors;
   std::string ref_attr_name;
   std::string doc_string;
-  // Graph, sparse-tensor and type attributes: the serialized AttributeProto, carried as is.
+  // Graph, sparse-tensor and type attributes: the serialized AttributeProto, carried as is
+  // (what the writer writes back).
   std::string opaque;
+  // A graph attribute (If's branches, Loop's and Scan's body) parsed from `opaque`, for the
+  // executor; read-only and shared by copies. Names it reads that it does not define come from
+  // the enclosing graphs (ptq/ir/subgraph.h).
+  std::shared_ptr<const Graph> g;
+  std::vector<std::shared_ptr<const Graph>> graphs;  // a graphs attribute's
 };
 
 struct Node {

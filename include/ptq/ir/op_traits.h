@@ -92,5 +92,8 @@ std::optional<std::string_view> float_reason(const Node& node);
 bool is_pool(const Node& node);  // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
 // Element-wise activations TensorRT fuses into the op before them (Relu, Clip, …).
 bool is_fusable_activation(const Node& node);
+// Control flow: If, Loop, Scan, or any node holding a graph attribute. The planner leaves such
+// a node and its subgraphs float (docs/QUANTIZED_OPS.md says why).
+bool is_control_flow(const Node& node);
 
 }  // namespace ptq::ir

@@ -28,7 +28,8 @@ class CpuBackend final : public Backend {
       return invalid_input("{}: the cpu backend has no kernel for this op", ctx.node.label());
     }
     KernelContext local{ctx.node, ctx.opset, ctx.threads, ctx.graph,
-                        ctx.reference || options_.reference, ctx.winograd && options_.winograd};
+                        ctx.reference || options_.reference, ctx.winograd && options_.winograd,
+                        this};
     return factory(local);
   }
 
