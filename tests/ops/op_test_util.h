@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "elementwise_util.h"
+#include "elementwise_base.h"
 #include "ptq/ir.h"
 #include "ptq/runtime.h"
 #include "registry.h"

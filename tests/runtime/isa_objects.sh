@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The ODR guard of the CPU kernels' instruction-set levels (docs/DESIGN.md, "Instruction sets"):
 # in the objects of the AVX2 and AVX-512 levels, only the level's own functions (named
-# ...::avx2::... / ...::avx512::...) may use the wide registers (ymm, zmm). A function outside
+# ...::avx2::... / ...::avx512::..., or ptq_eigen_avx2::... for the level's Eigen, see
+# src/runtime/cpu/eigen_level.h) may use the wide registers (ymm, zmm). A function outside
 # those namespaces with such code (a standard or Eigen template instantiated under the level's
 # target pragma) would be one of several copies the linker may pick for every caller, and
 # would fault on an older CPU. Meaningful in a portable build only (-march=native allows them
@@ -16,7 +17,8 @@ for dir in "$@"; do
     objdump -d -C --no-show-raw-insn "$obj" | awk -v obj="$(basename "$obj")" '
       # The function'"'"'s own qualified name: after its return type, before its parameters,
       # without template arguments (a baseline template instantiated for a level'"'"'s lambda
-      # names the level only there).
+      # names the level only there). A name objdump leaves mangled (too long for its
+      # demangler) is the level'"'"'s when its outermost scope is.
       function own_name(s,    i, c, depth, angle, head) {
         gsub(/\(anonymous namespace\)/, "anon", s)
         depth = 0; angle = 0; head = ""
@@ -33,7 +35,8 @@ for dir in "$@"; do
         return head
       }
       /^[0-9a-f]+ <.*>:$/ { name = substr($0, index($0, "<") + 1); sub(/>:$/, "", name)
-                            own = own_name(name) ~ /::(avx2|avx512)::/; next }
+                            own = own_name(name) ~ /(::|^ptq_eigen_)(avx2|avx512)::/ ||
+                                  name ~ /^_ZZ?N3ptq7runtime3cpu(4avx2|6avx512)/; next }
       /%[yz]mm[0-9]/ && !own && !(name in seen) { seen[name] = 1; print obj ": " name; bad = 1 }
       END { exit bad }' || status=1
   done

@@ -62,6 +62,7 @@ struct OpCase {
   ir::Node node;
   std::vector<ir::Tensor> inputs;
   std::vector<size_t> constants;  // inputs given as initializers (packed once) in the 2nd run
+  int64_t opset = 13;
 };
 
 OpCase conv_case(std::mt19937& rng, const std::string& what, ir::Shape x, ir::Shape w,
@@ -75,8 +76,59 @@ OpCase conv_case(std::mt19937& rng, const std::string& what, ir::Shape x, ir::Sh
           {1, 2}};
 }
 
+void add_sgemm_cases(std::mt19937& rng, std::vector<OpCase>& cases) {
+  cases.push_back({"matmul of activations", make_node("MatMul", 2, 1),
+                   {random_tensor(rng, {4, 33, 40}), random_tensor(rng, {4, 40, 70})},
+                   {}});
+  cases.push_back({"matmul of activations, tiled", make_node("MatMul", 2, 1),
+                   {random_tensor(rng, {1, 96, 80}), random_tensor(rng, {80, 300})},
+                   {}});
+  std::vector<ir::Attribute> attrs{attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})};
+  cases.push_back({"conv transpose", make_node("ConvTranspose", 3, 1, attrs),
+                   {random_tensor(rng, {1, 8, 9, 9}), random_tensor(rng, {8, 6, 3, 3}),
+                    random_tensor(rng, {6})},
+                   {1, 2}});
+}
+
+void add_elementwise_cases(std::mt19937& rng, std::vector<OpCase>& cases) {
+  const ir::Shape big{2, 64, 300};
+  cases.push_back({"Add, broadcast row", make_node("Add", 2, 1),
+                   {random_tensor(rng, big), random_tensor(rng, {300})},
+                   {}});
+  cases.push_back({"Mul", make_node("Mul", 2, 1),
+                   {random_tensor(rng, big), random_tensor(rng, big)},
+                   {}});
+  cases.push_back({"Div, broadcast column", make_node("Div", 2, 1),
+                   {random_tensor(rng, big), random_tensor(rng, {64, 1}, 0.5f, 2.0f)},
+                   {}});
+  cases.push_back({"Pow", make_node("Pow", 2, 1),
+                   {random_tensor(rng, big, 0.1f, 3.0f), random_tensor(rng, {1}, 2.0f, 2.0f)},
+                   {}});
+  for (const char* op : {"Sigmoid", "Tanh", "Relu", "Erf", "Exp"}) {
+    cases.push_back({op, make_node(op, 1, 1), {random_tensor(rng, big, -6.0f, 6.0f)}, {}});
+  }
+  cases.push_back({"Sqrt", make_node("Sqrt", 1, 1), {random_tensor(rng, big, 0.0f, 4.0f)}, {}});
+  for (const char* approximate : {"none", "tanh"}) {
+    cases.push_back({std::string("Gelu ") + approximate,
+                     make_node("Gelu", 1, 1, {attr_string("approximate", approximate)}),
+                     {random_tensor(rng, big, -5.0f, 5.0f)}, {}, 20});
+  }
+  cases.push_back({"LayerNormalization",
+                   make_node("LayerNormalization", 3, 1, {attr_int("axis", -1)}),
+                   {random_tensor(rng, {2, 50, 384}, -3.0f, 3.0f), random_tensor(rng, {384}),
+                    random_tensor(rng, {384})},
+                   {1, 2}, 17});
+  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceSumSquare"}) {
+    cases.push_back({op, make_node(op, 1, 1, {attr_ints("axes", {-1})}),
+                     {random_tensor(rng, {2, 50, 384}, -3.0f, 3.0f)}, {}});
+  }
+}
+
 // One case per algorithm choose_conv picks (direct GEMM, Winograd, the 1x1 and shifted forms,
-// depthwise 3x3, lanes for few output channels), and the other per-level ops.
+// depthwise 3x3, lanes for few output channels), and the other per-level ops: Eigen's sgemm
+// (MatMul of two computed operands, one tile and several; ConvTranspose) and the vectorised
+// elementwise, activation, normalization and reduction loops, on tensors large enough to be
+// split across threads (elementwise_base.h's grain).
 std::vector<OpCase> op_cases() {
   std::mt19937 rng(31);
   std::vector<OpCase> cases;
@@ -101,6 +153,8 @@ std::vector<OpCase> op_cases() {
                      {random_tensor(rng, {3, 7, 45}, -8.0f, 8.0f)},
                      {}});
   }
+  add_sgemm_cases(rng, cases);
+  add_elementwise_cases(rng, cases);
   return cases;
 }
 
@@ -115,7 +169,7 @@ ir::Tensor run_packed(const OpCase& c, CpuIsa isa, int threads) {
   }
   CpuBackendOptions options;
   options.isa = isa;
-  auto kernel = make_cpu_backend(options)->create_kernel({c.node, 13, threads, &graph});
+  auto kernel = make_cpu_backend(options)->create_kernel({c.node, c.opset, threads, &graph});
   EXPECT_TRUE(kernel.has_value()) << kernel.status().message();
   if (!kernel) return {};
   std::vector<ir::Tensor> outs(1);
@@ -129,14 +183,27 @@ TEST(CpuIsa, EveryLevelsKernelsMatchTheReference) {
   for (const OpCase& c : op_cases()) {
     std::vector<const ir::Tensor*> ptrs;
     for (const ir::Tensor& t : c.inputs) ptrs.push_back(&t);
-    const auto want = run_kernel(c.node, 13, ptrs, true);
+    const auto want = run_kernel(c.node, c.opset, ptrs, true);
     ASSERT_EQ(want.size(), 1u) << c.what;
     for (CpuIsa isa : levels_here()) {
       const std::string at = c.what + " at " + cpu_isa_name(isa);
-      const auto got = run_kernel(c.node, 13, ptrs, false, 2, isa);
+      const auto got = run_kernel(c.node, c.opset, ptrs, false, 2, isa);
       ASSERT_EQ(got.size(), 1u) << at;
       EXPECT_LE(rel_l2(got[0], want[0]), kTolerance) << at;
       EXPECT_LE(rel_l2(run_packed(c, isa, 2), want[0]), kTolerance) << at << ", packed weights";
+    }
+  }
+}
+
+// Each level's kernels split their work by sizes alone: 1, 2 and 3 threads give the same bits.
+TEST(CpuIsa, EveryLevelIsBitIdenticalForAnyThreadCount) {
+  for (const OpCase& c : op_cases()) {
+    for (CpuIsa isa : levels_here()) {
+      const ir::Tensor one = run_packed(c, isa, 1);
+      for (int threads : {2, 3}) {
+        EXPECT_TRUE(bit_identical(run_packed(c, isa, threads), one))
+            << c.what << " at " << cpu_isa_name(isa) << " on " << threads << " threads";
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 // Activation functions: Relu, LeakyRelu, PRelu, Clip, Sigmoid, Swish, Tanh, HardSigmoid,
 // HardSwish, Elu, Selu, Celu, Gelu, Softplus, Softsign, Mish, ThresholdedRelu, Shrink. Each is
 // a plain elementwise map; formulas follow the ONNX operator docs.
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -10,7 +11,7 @@
 #include "exp.h"
 #include "registry.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -244,4 +245,6 @@ Expected<std::unique_ptr<Kernel>> make_clip(const KernelContext& ctx) {
   return make_widening_kernel(run, ctx.threads);
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

@@ -1,12 +1,13 @@
 // ConvTranspose (opsets 1–22): N-D reference (scatter, double sums) and a float32 1-D/2-D
 // kernel (GEMM into columns, then col2im per output channel).
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 
 #include "gemm_kernel.h"
 #include "kernel_util.h"
 #include "registry.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -173,4 +174,6 @@ Expected<std::unique_ptr<Kernel>> make_conv_transpose(const KernelContext& ctx) 
   return std::unique_ptr<Kernel>(std::make_unique<ConvTransposeKernel>(ctx));
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

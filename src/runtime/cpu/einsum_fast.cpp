@@ -131,8 +131,10 @@ void run_gemm(const GemmPlan& p, const float* a, const float* b, float* y,
         const int64_t i = t / (rows * cols), i0 = ((t / cols) % rows) * tm, j0 = (t % cols) * tn;
         const float* ai = a + i * p.m * p.k + (p.trans_a ? i0 : i0 * lda);
         const float* bi = b + i * p.k * p.n + (p.trans_b ? j0 * ldb : j0);
-        sgemm_block(p.trans_a, p.trans_b, std::min(tm, p.m - i0), std::min(tn, p.n - j0), p.k,
-                    ai, lda, bi, ldb, c + i * mn + i0 * p.n + j0, p.n);
+        // This file is not compiled per instruction-set level: the baseline level's Eigen.
+        baseline::sgemm_block(p.trans_a, p.trans_b, std::min(tm, p.m - i0),
+                              std::min(tn, p.n - j0), p.k, ai, lda, bi, ldb,
+                              c + i * mn + i0 * p.n + j0, p.n);
       }
     });
   }

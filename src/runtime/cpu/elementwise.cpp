@@ -1,13 +1,14 @@
 // Arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod and the variadic Max, Min,
 // Sum, Mean, and BitShift. Integer arithmetic wraps (two's complement), integer division truncates
 // toward zero as in C and ONNX Runtime; a division by zero gives 0 instead of a trap.
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <cmath>
 #include <type_traits>
 
 #include "elementwise_util.h"
 #include "registry.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -215,4 +216,6 @@ Expected<std::unique_ptr<Kernel>> make_pow(const KernelContext& ctx) {
       ctx.threads);
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

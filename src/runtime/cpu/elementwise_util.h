@@ -1,33 +1,26 @@
 // Helpers for the elementwise kernel families (unary maps, binary/ternary broadcasting with
-// fast paths, half-precision widening). Built on kernel_util.h.
+// fast paths, half-precision widening). Built on elementwise_base.h. The loops are templates
+// that must be compiled with their caller's instruction set: a file compiled once per level
+// (isa_begin.h) includes this after isa_begin.h and gets them in its level's namespace; any
+// other file gets them in cpu's.
 #pragma once
+
+#if defined(PTQ_ISA) && !defined(PTQ_ISA_NS)
+#error "a file compiled once per level includes elementwise_util.h after isa_begin.h"
+#endif
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "elementwise_base.h"
 #include "kernel_util.h"
 
+#if defined(PTQ_ISA_NS)
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
+#else
 namespace ptq::runtime::cpu {
-
-// Elements per thread below which splitting the work costs more than it saves.
-inline constexpr int64_t kElementwiseGrain = 16384;
-
-// Allocates from nothing: owned tensors for kernel-internal temporaries (and for unit tests).
-class OwnedAllocator final : public Allocator {
- public:
-  ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) override {
-    return ir::Tensor(dtype, shape);
-  }
-};
-
-inline bool is_half(ir::DType t) { return t == ir::DType::kFloat16 || t == ir::DType::kBFloat16; }
-
-// Converts any tensor between numeric and bool dtypes (float16/bfloat16 included) as Cast does;
-// defined in cast.cpp.
-void convert_into(const ir::Tensor& in, ir::Tensor& out, int threads);
-// An owned converted copy.
-ir::Tensor convert(const ir::Tensor& in, ir::DType to, int threads);
+#endif
 
 // Runs `fn` on float32 copies of half-precision inputs, then narrows each float32 output back to
 // `half` into tensors from `alloc`. Half types have no arithmetic of their own; computing in
@@ -81,37 +74,6 @@ void map_unary(const ir::Tensor& in, ir::Tensor& out, int threads, F fn) {
       },
       kElementwiseGrain);
 }
-
-// Offsets of the first element of each run of the innermost output dim, for broadcasting row by
-// row: the innermost loop then has constant strides (0 or 1) for every input.
-template <size_t N>
-struct BroadcastRows {
-  int64_t rows = 0;
-  int64_t cols = 0;
-  std::array<int64_t, N> col_stride{};  // 0 or 1
-  std::array<std::vector<int64_t>, N> strides;
-  ir::Shape out;
-
-  BroadcastRows(const std::array<const ir::Shape*, N>& ins, const ir::Shape& out_shape)
-      : out(out_shape) {
-    cols = out.empty() ? 1 : out.back();
-    rows = cols == 0 ? 0 : ir::num_elements(out) / cols;
-    for (size_t k = 0; k < N; ++k) {
-      strides[k] = broadcast_strides(*ins[k], out);
-      col_stride[k] = out.empty() ? 0 : strides[k].back();
-    }
-  }
-  // Element offset into input k of the first element of row r.
-  int64_t row_offset(size_t k, int64_t r) const {
-    int64_t off = 0;
-    if (out.empty()) return 0;
-    for (size_t d = out.size() - 1; d-- > 0 && r > 0;) {
-      off += (r % out[d]) * strides[k][d];
-      r /= out[d];
-    }
-    return off;
-  }
-};
 
 // out = fn(a, b) with numpy broadcasting; `out` is pre-allocated with the broadcast shape.
 // Fast paths for same shapes and a scalar operand; the general path walks rows.
@@ -208,9 +170,6 @@ inline void broadcast_copy_bytes(const ir::Tensor& in, ir::Tensor& out, int thre
   }
 }
 
-}  // namespace ptq::runtime::cpu
-
-namespace ptq::runtime::cpu {
 
 // A kernel applying fn elementwise (same shape, same dtype) for the dtypes `Dispatch` admits;
 // float16/bfloat16 are computed in float32 when `widen_half`. `fn` is generic over the element
@@ -260,4 +219,4 @@ Expected<std::unique_ptr<Kernel>> make_float_unary(const KernelContext& ctx, F f
   return make_unary(ctx, FloatTypes{}, true, fn);
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu[::PTQ_ISA_NS]

@@ -1,12 +1,20 @@
-#include "gemm_kernel.h"
+// sgemm on Eigen, compiled once per instruction-set level with Eigen's packets of that level
+// (docs/DESIGN.md, "Instruction sets": why Eigen is renamed per level).
+// The standard headers Eigen/Core includes, first, so that they are compiled for the baseline.
+#include <cassert>
+#include <cerrno>
+#include <climits>
+#include <complex>
+#include <iostream>
+#include <new>
+#include <sstream>
+#include <string>
+#include <type_traits>
 
-#include <algorithm>
+#include "isa_begin.h"  // this file is compiled once per instruction-set level
+#include "eigen_level.h"
 
-#include <Eigen/Core>
-
-#include "kernel_util.h"
-
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -37,19 +45,6 @@ void sgemm_block(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
   }
 }
 
-void sgemm_tiles(int64_t m, int64_t n, int64_t k, int64_t& tile_m, int64_t& tile_n) {
-  // Aim for tiles of ~64K multiply-adds per k step or more, so Eigen's packing is amortised,
-  // and for at least a few tiles on large problems so threads have work.
-  tile_n = n <= 256 ? n : 256;
-  tile_m = m <= 64 ? m : 64;
-  if (m * n * k < (int64_t{1} << 18)) {  // small: one tile
-    tile_m = m;
-    tile_n = n;
-  }
-  tile_m = std::max<int64_t>(tile_m, 1);
-  tile_n = std::max<int64_t>(tile_n, 1);
-}
-
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
            int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int threads) {
   int64_t tm = 0, tn = 0;
@@ -66,4 +61,6 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const fl
   });
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

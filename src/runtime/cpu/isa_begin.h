@@ -1,11 +1,12 @@
 // Opens the part of a kernel file that is compiled once per instruction-set level (PTQ_ISA from
 // the build: 0 baseline x86-64, 1 AVX2 + FMA, 2 AVX-512; docs/DESIGN.md, "Instruction sets").
-// Every header outside the level's own (std, Eigen, kernel_util.h) is included HERE, before the
+// Every header outside the level's own (std, kernel_util.h) is included HERE, before the
 // `#pragma GCC target`: inline and template functions they define are then compiled for the
 // baseline in every copy of the file, so the linker's choice among their identical copies can
 // never hand AVX-512 code to a baseline caller (an ODR violation that would fault on older
 // CPUs). After the pragma only the level's namespace (PTQ_ISA_NS) is defined; its headers
-// (conv.h, gemm_packed.h, ...) are included after this one. isa_end.h closes the region.
+// (conv.h, gemm_packed.h, elementwise_util.h's loops, eigen_level.h's Eigen, ...) are included
+// after this one. isa_end.h closes the region.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -27,6 +28,8 @@
 #include <immintrin.h>
 #endif
 
+#include "elementwise_base.h"
+#include "erf.h"
 #include "exp.h"
 #include "gemm_kernel.h"
 #include "kernel_util.h"

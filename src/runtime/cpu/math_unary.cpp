@@ -1,5 +1,6 @@
 // Unary math: Exp, Log, Sqrt, Reciprocal, Neg, Abs, Sign, Erf, Floor, Ceil, Round and the
 // trigonometric / hyperbolic functions; IsNaN and IsInf (bool results).
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <cmath>
 #include <type_traits>
 
@@ -7,7 +8,7 @@
 #include "erf.h"
 #include "registry.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 #define PTQ_FLOAT_UNARY(factory, expr)                                    \
   Expected<std::unique_ptr<Kernel>> factory(const KernelContext& ctx) {   \
@@ -97,4 +98,6 @@ Expected<std::unique_ptr<Kernel>> make_is_inf(const KernelContext& ctx) {
   });
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

@@ -2,12 +2,13 @@
 // running sum per row, parallel over rows) and, for float32 LayerNormalization with one scale
 // and bias value per column, a fast path: its double sums run in eight lanes and the centred
 // values are scaled in float, so that the loops vectorise.
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <cmath>
 
 #include "kernel_util.h"
 #include "registry.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -199,4 +200,6 @@ Expected<std::unique_ptr<Kernel>> make_instance_normalization(const KernelContex
   return std::unique_ptr<Kernel>(std::make_unique<InstanceNormKernel>(ctx));
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"

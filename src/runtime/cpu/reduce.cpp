@@ -3,6 +3,7 @@
 // axes as attribute before opset 18 — 13 for ReduceSum — and as input after), and ArgMax /
 // ArgMin, and Hardmax. Each output element is reduced by one thread in a fixed order, so results do
 // not depend on the thread count. Float sums accumulate in double.
+#include "isa_begin.h"  // first: this file is compiled once per instruction-set level
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,7 +13,7 @@
 #include "elementwise_util.h"
 #include "registry.h"
 
-namespace ptq::runtime::cpu {
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -379,4 +380,6 @@ Expected<std::unique_ptr<Kernel>> make_arg_min(const KernelContext& ctx) {
   return make_arg(ctx, false);
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"
