@@ -154,9 +154,10 @@ TEST(ControlFlow, LoopBodyWhoseOutputsDoNotFitIsRefused) {
   auto backend = runtime::make_cpu_backend();
   auto exec = runtime::Executor::create(m, *backend);
   ASSERT_FALSE(exec.has_value());
-  EXPECT_EQ(exec.status().message(),
-            "Loop node 'repeat': its body gives 2 outputs but the Loop's 2 outputs (1 loop-carried) "
-            "need 3 (the condition, then those)");
+  EXPECT_EQ(
+      exec.status().message(),
+      "Loop node 'repeat': its body gives 2 outputs but the Loop's 2 outputs (1 loop-carried) "
+      "need 3 (the condition, then those)");
 }
 
 TEST(ControlFlow, ScanOutputThatChangesShapeIsRefusedNamingIt) {

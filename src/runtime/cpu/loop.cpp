@@ -88,7 +88,8 @@ class LoopKernel final : public Kernel {
 
 Expected<std::unique_ptr<Kernel>> make_loop(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
-  if (node.inputs.size() < 2) return node_error(node, "needs inputs M and cond (either may be \"\")");
+  if (node.inputs.size() < 2)
+    return node_error(node, "needs inputs M and cond (either may be \"\")");
   PTQ_ASSIGN_OR_RETURN(auto body, SubgraphRunner::make(ctx, "body"));
   const size_t carried = node.inputs.size() - 2;
   if (body->num_inputs() != 2 + carried) {

@@ -2,6 +2,8 @@
 // step multiplies all batch states by Rᵀ in one GEMM (a GEMV at batch 1) and combines the gates
 // row by row. sgemm's tiles and the row split do not depend on the thread count, so results
 // are bit-identical for any --threads. Batches whose sequence has ended keep their state.
+// The GEMMs are the baseline level's (this file is not compiled per level yet): full speed in a
+// -march=native build, SSE width in a portable one.
 #include "gemm_kernel.h"
 #include "recurrent.h"
 
@@ -12,7 +14,11 @@ namespace {
 class Direction {
  public:
   Direction(const RecurrentSpec& spec, const RecurrentCall& call, int64_t d, int threads)
-      : spec_(spec), c_(call), d_(d), threads_(threads), n_(call.hidden),
+      : spec_(spec),
+        c_(call),
+        d_(d),
+        threads_(threads),
+        n_(call.hidden),
         gh_(spec.gates() * call.hidden) {}
 
   void run(RecurrentOutputs<float> out) {
@@ -42,8 +48,8 @@ class Direction {
   void project_inputs() {
     const int64_t rows = c_.seq * c_.batch;
     xw_.resize(static_cast<size_t>(rows * gh_));
-    sgemm(false, true, rows, gh_, c_.input, c_.x->data<float>(), c_.input, w(), c_.input,
-          xw_.data(), gh_, threads_);
+    baseline::sgemm(false, true, rows, gh_, c_.input, c_.x->data<float>(), c_.input, w(), c_.input,
+                    xw_.data(), gh_, threads_);
   }
 
   // bias_ = Wb + Rb (without Rbh when it stays apart: rbh_).
@@ -80,31 +86,41 @@ class Direction {
   template <typename F>
   void for_running(int64_t s, F&& fn) const {
     const int64_t per = std::max<int64_t>(1, 4096 / std::max<int64_t>(gh_, 1));
-    parallel_for(threads_, c_.batch, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        const int64_t t = time(s, b);
-        if (t >= 0) fn(b, t);
-      }
-    }, per);
+    parallel_for(
+        threads_, c_.batch,
+        [&](int64_t begin, int64_t end) {
+          for (int64_t b = begin; b < end; ++b) {
+            const int64_t t = time(s, b);
+            if (t >= 0) fn(b, t);
+          }
+        },
+        per);
   }
 
   void step(int64_t s, float* y) {
     // GRU without linear_before_reset multiplies r ⊙ H by Rhᵀ: the gates z, r first.
     const int64_t cols = spec_.cell == Cell::kGru && !spec_.linear_before_reset ? 2 * n_ : gh_;
-    sgemm(false, true, c_.batch, cols, n_, h_.data(), n_, r(), n_, hr_.data(), gh_, threads_);
+    baseline::sgemm(false, true, c_.batch, cols, n_, h_.data(), n_, r(), n_, hr_.data(), gh_,
+                    threads_);
     if (spec_.cell == Cell::kGru) {
       for_running(s, [&](int64_t b, int64_t t) { gru_gates(b, t); });
       if (cols < gh_) {
-        sgemm(false, true, c_.batch, n_, n_, gru_scratch_.data() + 2 * c_.batch * n_, n_,
-              r() + 2 * n_ * n_, n_, hr_.data() + 2 * n_, gh_, threads_);
+        baseline::sgemm(false, true, c_.batch, n_, n_, gru_scratch_.data() + 2 * c_.batch * n_, n_,
+                        r() + 2 * n_ * n_, n_, hr_.data() + 2 * n_, gh_, threads_);
       }
     }
     for_running(s, [&](int64_t b, int64_t t) {
       const float* xw = xw_.data() + c_.x_row(t, b) * gh_;
       switch (spec_.cell) {
-        case Cell::kRnn: rnn_row(b, xw); break;
-        case Cell::kGru: gru_row(b, xw); break;
-        case Cell::kLstm: lstm_row(b, xw); break;
+        case Cell::kRnn:
+          rnn_row(b, xw);
+          break;
+        case Cell::kGru:
+          gru_row(b, xw);
+          break;
+        case Cell::kLstm:
+          lstm_row(b, xw);
+          break;
       }
       if (y) std::copy_n(h_.data() + b * n_, n_, y + c_.y_row(t, d_, b) * n_);
     });

@@ -66,7 +66,8 @@ Expected<std::vector<ir::Tensor>> SubgraphRunner::run(
   const ir::Graph& g = model_->graph;
   NamedTensors feed;
   feed.reserve(formals.size() + outer_.size());
-  for (size_t i = 0; i < formals.size(); ++i) feed.emplace_back(g.inputs[i].name, formals[i].view());
+  for (size_t i = 0; i < formals.size(); ++i)
+    feed.emplace_back(g.inputs[i].name, formals[i].view());
   for (const auto& [name, slot] : outer_) {
     if (slot >= node_inputs.size() || node_inputs[slot] == nullptr) {
       return node_error(*node_, "its subgraph reads '{}' from the enclosing graph, which was not "
