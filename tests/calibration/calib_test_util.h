@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -127,6 +128,28 @@ inline std::string example_model() {
 }
 inline std::string example_data() {
   return std::string(PTQ_SOURCE_DIR) + "/examples/data/calib.npy";
+}
+
+// The cache text with the two fields that record the batch size zeroed: calibration.batch and
+// the batch dim of model.inputs. Everything else (every tensor line) is compared as is.
+inline std::string without_batch(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("  \"calibration\":"))
+      line = std::regex_replace(line, std::regex("\"batch\":\\d+"), "\"batch\":0");
+    if (line.starts_with("  \"model\":"))
+      line = std::regex_replace(line, std::regex("\"shape\":\\[-?\\d+"), "\"shape\":[0");
+    out += line + "\n";
+  }
+  return out;
+}
+
+// The "tensors" section of a ptqkit JSON cache, verbatim.
+inline std::string tensors_section(const std::string& text) {
+  const size_t at = text.find("\n  \"tensors\":");
+  return at == std::string::npos ? "" : text.substr(at);
 }
 
 }  // namespace ptq::calibration::testing

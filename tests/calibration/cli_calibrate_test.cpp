@@ -3,7 +3,6 @@
 // and thread count; the sharded two-phase flow; TensorRT caches; non-finite data; bad inputs.
 // (A run killed midway: killed_run_test.cpp.) SOURCE_DATE_EPOCH fixes the recorded date.
 #include <cmath>
-#include <regex>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -21,7 +20,9 @@ using ptq::testing::run_ptq;
 using testing::example_data;
 using testing::example_model;
 using testing::slurp;
+using testing::tensors_section;
 using testing::TempDir;
+using testing::without_batch;
 
 class CalibrateCli : public ::testing::Test {
  protected:
@@ -42,28 +43,6 @@ PtqResult calibrate(std::vector<std::string> extra) {
   }
   args.insert(args.end(), extra.begin(), extra.end());
   return run_ptq(args);
-}
-
-// The cache text with the two fields that record the batch size zeroed: calibration.batch and
-// the batch dim of model.inputs. Everything else (every tensor line) is compared as is.
-std::string without_batch(const std::string& text) {
-  std::string out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with("  \"calibration\":"))
-      line = std::regex_replace(line, std::regex("\"batch\":\\d+"), "\"batch\":0");
-    if (line.starts_with("  \"model\":"))
-      line = std::regex_replace(line, std::regex("\"shape\":\\[-?\\d+"), "\"shape\":[0");
-    out += line + "\n";
-  }
-  return out;
-}
-
-// The "tensors" section of a ptqkit JSON cache, verbatim.
-std::string tensors_section(const std::string& text) {
-  const size_t at = text.find("\n  \"tensors\":");
-  return at == std::string::npos ? "" : text.substr(at);
 }
 
 ir::Tensor example_samples() {

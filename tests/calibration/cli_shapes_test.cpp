@@ -2,7 +2,6 @@
 // ssdlite320_mobilenet_v3_large backbone and head, scripts/export_detector.py) calibrated and
 // quantized on samples of four sizes. The cache's tensor lines are the same bytes for any file
 // order, shuffle and batch size (only the recorded batch size differs).
-#include <regex>
 
 #include <gtest/gtest.h>
 
@@ -16,32 +15,13 @@ namespace {
 namespace fs = std::filesystem;
 using ptq::testing::run_ptq;
 using testing::slurp;
+using testing::tensors_section;
 using testing::TempDir;
+using testing::without_batch;
 
 fs::path test_data_dir() {
   const char* env = std::getenv("PTQ_TEST_DATA");
   return fs::path(env && *env ? env : PTQ_TEST_DATA) / "models";
-}
-
-// The cache text with the recorded batch size zeroed: calibration.batch and the batch dim of
-// model.inputs.
-std::string without_batch(const std::string& text) {
-  std::string out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with("  \"calibration\":"))
-      line = std::regex_replace(line, std::regex("\"batch\":\\d+"), "\"batch\":0");
-    if (line.starts_with("  \"model\":"))
-      line = std::regex_replace(line, std::regex("\"shape\":\\[-?\\d+"), "\"shape\":[0");
-    out += line + "\n";
-  }
-  return out;
-}
-
-std::string tensors_section(const std::string& text) {
-  const size_t at = text.find("\n  \"tensors\":");
-  return at == std::string::npos ? "" : text.substr(at);
 }
 
 TEST(ShapesCli, DetectorOnFourSizesCalibratesAlikeForAnyOrderAndBatchAndQuantizes) {
