@@ -10,6 +10,15 @@ namespace {
 constexpr int kDht = 0xc4;
 constexpr int kSos = 0xda;
 constexpr int kEoi = 0xd9;
+constexpr int kProgressive = 0xc2;
+
+// The Huffman tables defined so far (stb_image keeps up to 4 of each class, never cleared: a
+// scan naming one no DHT defined decodes with uninitialised tables), and the frame's kind.
+struct Tables {
+  bool dc[4] = {};
+  bool ac[4] = {};
+  bool progressive = false;
+};
 
 // The frame headers stb_image decodes (baseline, extended, progressive); it stops reading the
 // header there, and refuses the others as unknown markers.
@@ -21,8 +30,11 @@ bool is_standalone(int marker) { return marker == 0x01 || (marker >= 0xd0 && mar
 
 // The tables of one DHT segment [at, end): a class/id byte, 16 counts, then that many values.
 template <typename ByteAt>
-Status check_dht(const ByteAt& byte, int64_t at, int64_t end, const std::string& what) {
+Status check_dht(const ByteAt& byte, int64_t at, int64_t end, Tables& tables,
+                 const std::string& what) {
   while (at < end) {
+    const int q = byte(at);
+    if (q >= 0 && (q >> 4) <= 1 && (q & 15) <= 3) ((q >> 4) ? tables.ac : tables.dc)[q & 15] = true;
     int64_t n = 0;
     for (int64_t i = 1; i <= 16; ++i) n += std::max(byte(at + i), 0);
     if (n > 256) {
@@ -32,6 +44,31 @@ Status check_dht(const ByteAt& byte, int64_t at, int64_t end, const std::string&
           what, at, n);
     }
     at += 17 + n;
+  }
+  return {};
+}
+
+// The tables one SOS segment [at, ..) decodes with: a component count, (id, DC/AC table ids)
+// per component, then the spectral start Ss and the successive approximation Ah/Al. A
+// baseline scan uses both tables; a progressive DC scan (Ss 0) its DC table on the first pass
+// only (Ah 0), an AC scan (Ss > 0) its AC table. Ids above 3 are left to stb_image (it refuses
+// them).
+template <typename ByteAt>
+Status check_sos(const ByteAt& byte, int64_t at, const Tables& tables, const std::string& what) {
+  const int n = std::max(byte(at), 0);
+  const int ss = byte(at + 1 + 2 * n), ah = byte(at + 3 + 2 * n) >> 4;
+  const bool uses_dc = !tables.progressive || (ss == 0 && ah == 0);
+  const bool uses_ac = !tables.progressive || ss > 0;
+  for (int c = 0; c < n; ++c) {
+    const int ids = byte(at + 2 + 2 * c);
+    if (ids < 0) return {};
+    const int dc = ids >> 4, ac = ids & 15;
+    const bool missing =
+        (uses_dc && dc <= 3 && !tables.dc[dc]) || (uses_ac && ac <= 3 && !tables.ac[ac]);
+    if (missing) {
+      return invalid_input(
+          "{}: corrupt JPEG (the scan at offset {} uses a Huffman table no DHT defines)", what, at);
+    }
   }
   return {};
 }
@@ -54,6 +91,7 @@ template <typename ByteAt>
 Status walk(const ByteAt& byte, bool headers_only, const std::string& what) {
   int64_t pos = 0;
   if (next_marker(byte, pos) != 0xd8) return {};
+  Tables tables;
   while (true) {
     int marker = next_marker(byte, pos);
     while (marker == kNone) marker = next_marker(byte, pos);
@@ -62,7 +100,9 @@ Status walk(const ByteAt& byte, bool headers_only, const std::string& what) {
     const int hi = byte(pos), lo = byte(pos + 1);
     if (hi < 0 || lo < 0) return {};
     const int64_t end = pos + (hi << 8 | lo);
-    if (marker == kDht) PTQ_RETURN_IF_ERROR(check_dht(byte, pos + 2, end, what));
+    if (marker == kDht) PTQ_RETURN_IF_ERROR(check_dht(byte, pos + 2, end, tables, what));
+    if (is_frame(marker)) tables.progressive = marker == kProgressive;
+    if (marker == kSos) PTQ_RETURN_IF_ERROR(check_sos(byte, pos + 2, tables, what));
     pos = std::max(end, pos + 2);
     if (marker != kSos) continue;
     // Entropy-coded data: 0xff is followed by 0 (a stuffed byte), a restart marker or a fill.

@@ -22,6 +22,8 @@ const Regression kCases[] = {
      "its 78 deflated bytes hold)"},
     {"jpeg_dht_over_256_codes.jpg", "corrupt JPEG (a Huffman table at offset 214 holds 3401 codes"},
     {"jpeg_dht_over_256_codes_after_junk.jpg", "corrupt JPEG (a Huffman table at offset 110 holds"},
+    {"jpeg_scan_with_undefined_table.jpg",
+     "corrupt JPEG (the scan at offset 395 uses a Huffman table no DHT defines)"},
     {"png_header_beyond_its_data.png", "corrupt image (16252932x6 pixels cannot be encoded in"},
     {"png_chunk_beyond_the_file.png",
      "corrupt PNG (the chunk at offset 33 claims 1610612775 bytes"},

@@ -217,6 +217,18 @@ TEST(Image, Errors) {
   EXPECT_INVALID(corrupt->read(0, 1), "cannot decode image");
 }
 
+TEST(Image, ValidJpegsOfEveryKindPassTheTableGuard) {
+  // The fuzz corpus's seeds: baseline, grey, progressive (whose first DC scan names AC tables
+  // that no DHT has defined yet, and does not decode with them) and chroma-subsampled.
+  const fs::path seeds = fs::path(PTQ_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "image";
+  for (const char* name : {"baseline.jpg", "gray.jpg", "progressive.jpg", "subsampled.jpg"}) {
+    SCOPED_TRACE(name);
+    auto img = decode_image(seeds / name, 3);
+    ASSERT_TRUE(img.has_value()) << img.status().message();
+    EXPECT_GT(img->height * img->width, 0);
+  }
+}
+
 TEST(Image, HuffmanTableOfMoreThan256CodesIsRefusedBeforeStbReadsIt) {
   // stb_image 2.27 overflows its tables on such a DHT; before the frame header, stbi_info
   // (at open) reads it too. Here one sits right after SOI of a valid JPEG: 16 counts of 32.
