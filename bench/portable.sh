@@ -26,13 +26,14 @@ machine() {
     "load $(cut -d' ' -f1-3 /proc/loadavg); $1"
 }
 
-# Wall seconds of one `ptq run` of zoo model $2 on $3 threads by binary $1.
+# Wall seconds of one `ptq run` of zoo model $2 on $3 threads by binary $1 (each input's
+# test samples, NAME.npy, fed by name).
 run_seconds() {
-  local out start
+  local out start f data=()
   out="$(mktemp -d)"
+  for f in "$testdata/zoo/$2/test/"*.npy; do data+=(--data "$(basename "$f" .npy)=$f"); done
   start="$(date +%s.%N)"
-  "$1" run "$testdata/zoo/$2.onnx" --data "$testdata/zoo/$2/test" --threads "$3" -q -o "$out" \
-    >/dev/null
+  "$1" run "$testdata/zoo/$2.onnx" "${data[@]}" --threads "$3" -q -o "$out" >/dev/null
   awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'
   rm -rf "$out"
 }
