@@ -13,7 +13,8 @@ namespace ptq::runtime::testing {
 namespace {
 
 // Relative L2 error allowed against the float64-accumulating reference kernels: float sums of
-// up to a few hundred products in another order (measured: 1e-7 to 1e-6).
+// up to a few hundred products in another order (measured: 1e-7 to 1e-6; the recurrent cells,
+// whose rounding carries over 7 steps, 1.2e-7 to 1.7e-7 at every level).
 constexpr double kTolerance = 1e-5;
 
 std::vector<CpuIsa> levels_here() {
@@ -124,11 +125,57 @@ void add_elementwise_cases(std::mt19937& rng, std::vector<OpCase>& cases) {
   }
 }
 
+// A recurrent node of `op` (gates per direction) on seeded random weights, with sequences of
+// several lengths (one empty) and initial states; W, R and B are the packed-run constants.
+OpCase recurrent_case(std::mt19937& rng, const std::string& what, const std::string& op,
+                      int64_t gates, std::vector<ir::Attribute> attrs) {
+  const int64_t seq = 7, batch = 5, input = 48, hidden = 40;
+  const bool lstm = op == "LSTM";
+  const int64_t dirs = lstm ? 2 : 1, gh = gates * hidden;
+  attrs.push_back(attr_int("hidden_size", hidden));
+  attrs.push_back(attr_string("direction", lstm ? "bidirectional" : "forward"));
+  OpCase c{what, make_node(op, lstm ? 8 : 6, 1, std::move(attrs)), {}, {1, 2, 3}, 14};
+  c.inputs.push_back(random_tensor(rng, {seq, batch, input}));
+  c.inputs.push_back(random_tensor(rng, {dirs, gh, input}, -0.3f, 0.3f));
+  c.inputs.push_back(random_tensor(rng, {dirs, gh, hidden}, -0.3f, 0.3f));
+  c.inputs.push_back(random_tensor(rng, {dirs, 2 * gh}, -0.3f, 0.3f));
+  ir::Tensor lengths(ir::DType::kInt32, {batch});
+  const std::vector<int32_t> lens{7, 3, 0, 6, 1};
+  std::copy(lens.begin(), lens.end(), lengths.data<int32_t>());
+  c.inputs.push_back(std::move(lengths));
+  c.inputs.push_back(random_tensor(rng, {dirs, batch, hidden}));
+  if (lstm) {
+    c.inputs.push_back(random_tensor(rng, {dirs, batch, hidden}));
+    c.inputs.push_back(random_tensor(rng, {dirs, 3 * hidden}, -0.5f, 0.5f));
+  }
+  return c;
+}
+
+// LSTM, GRU and RNN, whose input projection and per-step state GEMMs are the level's sgemm (GRU
+// without linear_before_reset takes a third GEMM per step), and Einsum's matrix products on the
+// level's sgemm_block: as stored, with an operand or the output permuted, and in several tiles.
+void add_sequence_cases(std::mt19937& rng, std::vector<OpCase>& cases) {
+  cases.push_back(recurrent_case(rng, "LSTM bidirectional, peepholes", "LSTM", 4, {}));
+  cases.push_back(recurrent_case(rng, "GRU", "GRU", 3, {}));
+  cases.push_back(recurrent_case(rng, "GRU linear_before_reset", "GRU", 3,
+                                 {attr_int("linear_before_reset", 1)}));
+  cases.push_back(recurrent_case(rng, "RNN", "RNN", 1, {}));
+  auto einsum = [&](const char* equation, ir::Shape a, ir::Shape b) {
+    cases.push_back({std::string("Einsum ") + equation,
+                     make_node("Einsum", 2, 1, {attr_string("equation", equation)}),
+                     {random_tensor(rng, std::move(a)), random_tensor(rng, std::move(b))},
+                     {1}, 12});
+  };
+  einsum("bhid,bhjd->bhij", {2, 4, 24, 16}, {2, 4, 20, 16});
+  einsum("bkhd,bhqd->bhqk", {2, 20, 4, 16}, {2, 4, 24, 16});
+  einsum("ij,jk->ki", {70, 80}, {80, 300});
+}
+
 // One case per algorithm choose_conv picks (direct GEMM, Winograd, the 1x1 and shifted forms,
 // depthwise 3x3, lanes for few output channels), and the other per-level ops: Eigen's sgemm
 // (MatMul of two computed operands, one tile and several; ConvTranspose) and the vectorised
 // elementwise, activation, normalization and reduction loops, on tensors large enough to be
-// split across threads (elementwise_base.h's grain).
+// split across threads (elementwise_base.h's grain); the recurrent cells and Einsum.
 std::vector<OpCase> op_cases() {
   std::mt19937 rng(31);
   std::vector<OpCase> cases;
@@ -155,6 +202,7 @@ std::vector<OpCase> op_cases() {
   }
   add_sgemm_cases(rng, cases);
   add_elementwise_cases(rng, cases);
+  add_sequence_cases(rng, cases);
   return cases;
 }
 

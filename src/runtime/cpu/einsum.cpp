@@ -1,10 +1,10 @@
 // Einsum (opset 12): any number of operands, repeated labels (diagonals), ellipses and sums, by
 // a reference loop over output elements; float32 equations that are batched matrix products
 // (attention's "bhid,bhjd->bhij", "bij,bjk->bik", "ij,jk->ik", with transposes) run as GEMMs
-// (einsum_fast.cpp).
+// (einsum_plan.cpp, and each instruction-set level's einsum_fast.cpp, whose make_einsum passes
+// its level's GEMM to make_kernel).
 #include "einsum.h"
 #include "kernel_util.h"
-#include "registry.h"
 
 namespace ptq::runtime::cpu {
 
@@ -55,8 +55,12 @@ namespace {
 
 class EinsumKernel final : public Kernel {
  public:
-  EinsumKernel(const KernelContext& ctx, einsum::Equation eq)
-      : node_(ctx.node), eq_(std::move(eq)), threads_(ctx.threads), reference_(ctx.reference) {}
+  EinsumKernel(const KernelContext& ctx, einsum::Equation eq, einsum::GemmRunner run_gemm)
+      : node_(ctx.node),
+        eq_(std::move(eq)),
+        run_gemm_(run_gemm),
+        threads_(ctx.threads),
+        reference_(ctx.reference) {}
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
     PTQ_RETURN_IF_ERROR(require_inputs(node_, in, in.size()));
@@ -73,8 +77,8 @@ class EinsumKernel final : public Kernel {
     out[0] = alloc.allocate(dtype, l.output_shape);
     if (dtype == ir::DType::kFloat32 && !reference_) {
       if (auto plan = einsum::plan_gemm(l, shapes)) {
-        einsum::run_gemm(*plan, in[0]->data<float>(), in[1]->data<float>(),
-                         out[0].data<float>(), l.output_shape, threads_);
+        run_gemm_(*plan, in[0]->data<float>(), in[1]->data<float>(), out[0].data<float>(),
+                  l.output_shape, threads_);
         return Status::ok();
       }
     }
@@ -95,20 +99,25 @@ class EinsumKernel final : public Kernel {
  private:
   const ir::Node& node_;
   einsum::Equation eq_;
+  einsum::GemmRunner run_gemm_;
   int threads_;
   bool reference_;
 };
 
 }  // namespace
 
-Expected<std::unique_ptr<Kernel>> make_einsum(const KernelContext& ctx) {
+namespace einsum {
+
+Expected<std::unique_ptr<Kernel>> make_kernel(const KernelContext& ctx, GemmRunner run_gemm) {
   const std::string text = ctx.node.attr_string("equation", "");
   PTQ_ASSIGN_OR_RETURN(einsum::Equation eq, einsum::parse(ctx.node, text));
   if (eq.terms.size() != ctx.node.inputs.size()) {
     return node_error(ctx.node, "equation '{}' has {} terms for {} inputs", text, eq.terms.size(),
                       ctx.node.inputs.size());
   }
-  return std::unique_ptr<Kernel>(std::make_unique<EinsumKernel>(ctx, std::move(eq)));
+  return std::unique_ptr<Kernel>(std::make_unique<EinsumKernel>(ctx, std::move(eq), run_gemm));
 }
+
+}  // namespace einsum
 
 }  // namespace ptq::runtime::cpu

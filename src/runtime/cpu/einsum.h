@@ -1,15 +1,18 @@
 // Einsum's equation (parsed once, when the kernel is made) and its labels laid over the
-// actual input shapes (each run): shared by the reference loop (einsum.cpp) and the GEMM path
-// (einsum_fast.cpp).
+// actual input shapes (each run): shared by the kernel and its reference loop (einsum.cpp), the
+// GEMM plan (einsum_plan.cpp) and each instruction-set level's GEMM path (einsum_fast.cpp,
+// which includes this header before isa_begin.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "ptq/ir.h"
+#include "ptq/runtime.h"
 #include "ptq/status.h"
 
 namespace ptq::runtime::cpu::einsum {
@@ -63,8 +66,14 @@ struct GemmPlan {
 // repeated label, a label summed in one operand only, a broadcast dim, not two operands).
 std::optional<GemmPlan> plan_gemm(const Layout& layout, std::span<const ir::Shape> shapes);
 
-// Runs `plan` on `threads` threads (fixed tiles: bit-identical for any thread count).
-void run_gemm(const GemmPlan& plan, const float* a, const float* b, float* y,
-              const ir::Shape& y_shape, int threads);
+// Runs `plan` on `threads` threads (fixed tiles: bit-identical for any thread count). Each
+// instruction-set level has its own, on its own sgemm (einsum_fast.cpp).
+using GemmRunner = void (*)(const GemmPlan& plan, const float* a, const float* b, float* y,
+                            const ir::Shape& y_shape, int threads);
+
+// The kernel of an Einsum node (its equation parsed and checked against the inputs here):
+// float32 matrix products run on `run_gemm` unless ctx.reference asks for the reference loop,
+// which runs everything else. Each level's make_einsum passes its own `run_gemm`.
+Expected<std::unique_ptr<Kernel>> make_kernel(const KernelContext& ctx, GemmRunner run_gemm);
 
 }  // namespace ptq::runtime::cpu::einsum

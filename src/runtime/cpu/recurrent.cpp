@@ -1,11 +1,10 @@
 // LSTM, GRU and RNN (opsets 1–22): attributes read and checked once, operands checked per call,
-// then the reference or the fast kernel (recurrent_ref.cpp, recurrent_fast.cpp).
+// then the reference or the fast kernel (recurrent_ref.cpp; recurrent_fast.cpp, compiled per
+// instruction-set level, whose factories pass their level's fast kernel to make_recurrent).
 #include "recurrent.h"
 
 #include <cctype>
 #include <string>
-
-#include "registry.h"
 
 namespace ptq::runtime::cpu {
 
@@ -191,8 +190,8 @@ namespace {
 
 class RecurrentKernel final : public Kernel {
  public:
-  RecurrentKernel(const KernelContext& ctx, RecurrentSpec spec)
-      : node_(ctx.node), spec_(std::move(spec)), threads_(ctx.threads),
+  RecurrentKernel(const KernelContext& ctx, RecurrentSpec spec, RecurrentFast fast)
+      : node_(ctx.node), spec_(std::move(spec)), fast_(fast), threads_(ctx.threads),
         reference_(ctx.reference) {}
 
   Status run(Inputs in, Outputs out, Allocator& alloc) override {
@@ -205,7 +204,7 @@ class RecurrentKernel final : public Kernel {
       o.y_h = allocate<T>(out, 1, call.state_shape(), alloc);
       if (spec_.cell == Cell::kLstm) o.y_c = allocate<T>(out, 2, call.state_shape(), alloc);
       if constexpr (std::is_same_v<T, float>) {
-        if (!reference_) return recurrent_fast(spec_, call, o, threads_);
+        if (!reference_) return fast_(spec_, call, o, threads_);
       }
       reference::recurrent<T>(spec_, call, o, threads_);
     });
@@ -223,25 +222,18 @@ class RecurrentKernel final : public Kernel {
 
   const ir::Node& node_;
   RecurrentSpec spec_;
+  RecurrentFast fast_;
   int threads_;
   bool reference_;
 };
 
-Expected<std::unique_ptr<Kernel>> make_recurrent(const KernelContext& ctx, Cell cell) {
-  PTQ_ASSIGN_OR_RETURN(RecurrentSpec spec, read_recurrent_spec(ctx.node, cell));
-  return std::unique_ptr<Kernel>(std::make_unique<RecurrentKernel>(ctx, std::move(spec)));
-}
-
 }  // namespace
 
-Expected<std::unique_ptr<Kernel>> make_lstm(const KernelContext& ctx) {
-  return make_recurrent(ctx, Cell::kLstm);
-}
-Expected<std::unique_ptr<Kernel>> make_gru(const KernelContext& ctx) {
-  return make_recurrent(ctx, Cell::kGru);
-}
-Expected<std::unique_ptr<Kernel>> make_rnn(const KernelContext& ctx) {
-  return make_recurrent(ctx, Cell::kRnn);
+Expected<std::unique_ptr<Kernel>> make_recurrent(const KernelContext& ctx, Cell cell,
+                                                 RecurrentFast fast) {
+  PTQ_ASSIGN_OR_RETURN(RecurrentSpec spec, read_recurrent_spec(ctx.node, cell));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<RecurrentKernel>(ctx, std::move(spec), fast));
 }
 
 }  // namespace ptq::runtime::cpu

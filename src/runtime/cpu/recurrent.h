@@ -2,11 +2,14 @@
 // read once (RecurrentSpec), each call's operands checked once (RecurrentCall), which also says
 // where a (time, batch) row lives in layout 0 ([seq, batch, …]) or layout 1 ([batch, seq, …]).
 // Gate order in W, R and B is ONNX's: LSTM i, o, f, c; GRU z, r, h; RNN one gate.
+// Compiled once (recurrent.cpp, recurrent_ref.cpp); the fast kernel is compiled once per
+// instruction-set level (recurrent_fast.cpp), which includes this header before isa_begin.h.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -135,8 +138,14 @@ void recurrent(const RecurrentSpec& spec, const RecurrentCall& call, RecurrentOu
                int threads);
 }  // namespace reference
 
-// float32: X·Wᵀ for all steps as one GEMM, then one GEMM of the states by Rᵀ per step.
-void recurrent_fast(const RecurrentSpec& spec, const RecurrentCall& call,
-                    RecurrentOutputs<float> out, int threads);
+// float32: X·Wᵀ for all steps as one GEMM, then one GEMM of the states by Rᵀ per step. Each
+// instruction-set level has its own, on its own sgemm (recurrent_fast.cpp).
+using RecurrentFast = void (*)(const RecurrentSpec& spec, const RecurrentCall& call,
+                               RecurrentOutputs<float> out, int threads);
+
+// The kernel of an LSTM, GRU or RNN node: `fast` for float32, the reference for other types or
+// when ctx.reference asks for it. Each level's make_lstm/make_gru/make_rnn passes its own `fast`.
+Expected<std::unique_ptr<Kernel>> make_recurrent(const KernelContext& ctx, Cell cell,
+                                                 RecurrentFast fast);
 
 }  // namespace ptq::runtime::cpu

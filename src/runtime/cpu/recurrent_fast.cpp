@@ -2,12 +2,15 @@
 // step multiplies all batch states by Rᵀ in one GEMM (a GEMV at batch 1) and combines the gates
 // row by row. sgemm's tiles and the row split do not depend on the thread count, so results
 // are bit-identical for any --threads. Batches whose sequence has ended keep their state.
-// The GEMMs are the baseline level's (this file is not compiled per level yet): full speed in a
-// -march=native build, SSE width in a portable one.
-#include "gemm_kernel.h"
+// Compiled once per instruction-set level, on the level's own sgemm; the attributes, operand
+// checks and reference kernel are shared (recurrent.cpp, recurrent_ref.cpp).
+// recurrent.h is shared code: included before isa_begin.h's target pragma, so its inline and
+// template functions (the activations, zero_padding) are compiled for the baseline in every copy.
 #include "recurrent.h"
 
-namespace ptq::runtime::cpu {
+#include "isa_begin.h"  // this file is compiled once per instruction-set level
+
+namespace ptq::runtime::cpu::PTQ_ISA_NS {
 
 namespace {
 
@@ -48,8 +51,8 @@ class Direction {
   void project_inputs() {
     const int64_t rows = c_.seq * c_.batch;
     xw_.resize(static_cast<size_t>(rows * gh_));
-    baseline::sgemm(false, true, rows, gh_, c_.input, c_.x->data<float>(), c_.input, w(), c_.input,
-                    xw_.data(), gh_, threads_);
+    sgemm(false, true, rows, gh_, c_.input, c_.x->data<float>(), c_.input, w(), c_.input,
+          xw_.data(), gh_, threads_);
   }
 
   // bias_ = Wb + Rb (without Rbh when it stays apart: rbh_).
@@ -100,13 +103,12 @@ class Direction {
   void step(int64_t s, float* y) {
     // GRU without linear_before_reset multiplies r ⊙ H by Rhᵀ: the gates z, r first.
     const int64_t cols = spec_.cell == Cell::kGru && !spec_.linear_before_reset ? 2 * n_ : gh_;
-    baseline::sgemm(false, true, c_.batch, cols, n_, h_.data(), n_, r(), n_, hr_.data(), gh_,
-                    threads_);
+    sgemm(false, true, c_.batch, cols, n_, h_.data(), n_, r(), n_, hr_.data(), gh_, threads_);
     if (spec_.cell == Cell::kGru) {
       for_running(s, [&](int64_t b, int64_t t) { gru_gates(b, t); });
       if (cols < gh_) {
-        baseline::sgemm(false, true, c_.batch, n_, n_, gru_scratch_.data() + 2 * c_.batch * n_, n_,
-                        r() + 2 * n_ * n_, n_, hr_.data() + 2 * n_, gh_, threads_);
+        sgemm(false, true, c_.batch, n_, n_, gru_scratch_.data() + 2 * c_.batch * n_, n_,
+              r() + 2 * n_ * n_, n_, hr_.data() + 2 * n_, gh_, threads_);
       }
     }
     for_running(s, [&](int64_t b, int64_t t) {
@@ -188,12 +190,24 @@ class Direction {
   std::vector<float> xw_, bias_, rbh_, h_, cell_, hr_, gru_scratch_;
 };
 
-}  // namespace
-
 void recurrent_fast(const RecurrentSpec& spec, const RecurrentCall& call,
                     RecurrentOutputs<float> out, int threads) {
   zero_padding(call, out.y);
   for (int64_t d = 0; d < call.dirs; ++d) Direction(spec, call, d, threads).run(out);
 }
 
-}  // namespace ptq::runtime::cpu
+}  // namespace
+
+Expected<std::unique_ptr<Kernel>> make_lstm(const KernelContext& ctx) {
+  return make_recurrent(ctx, Cell::kLstm, &recurrent_fast);
+}
+Expected<std::unique_ptr<Kernel>> make_gru(const KernelContext& ctx) {
+  return make_recurrent(ctx, Cell::kGru, &recurrent_fast);
+}
+Expected<std::unique_ptr<Kernel>> make_rnn(const KernelContext& ctx) {
+  return make_recurrent(ctx, Cell::kRnn, &recurrent_fast);
+}
+
+}  // namespace ptq::runtime::cpu::PTQ_ISA_NS
+
+#include "isa_end.h"
