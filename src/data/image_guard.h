@@ -15,7 +15,8 @@
 
 namespace ptq::data {
 
-// Checks every DHT and SOS segment of the JPEG in `bytes` (whole file; not a JPEG: nothing to check).
+// Checks every DHT and SOS segment of the JPEG in `bytes` (whole file; not a JPEG: nothing to
+// check).
 Status check_jpeg_tables(std::string_view bytes, const std::string& what);
 // Checks that every chunk of the PNG in `bytes` fits in the file (not a PNG: nothing to check).
 Status check_png_chunks(std::string_view bytes, const std::string& what);
