@@ -123,9 +123,9 @@ calibration::QuantizeRequest request(const QuantizeArgs& a) {
   r.smoothquant = a.smoothquant;
   r.calibration.method = method_config(a.method, a.percentile);
   r.calibration.date = value_or_throw(apps::run_date());
-  r.calibration.threads = thread_count(a.threads);
+  r.calibration.threads = runtime::thread_count(a.threads);
   r.calibration.backend = a.backend;
-  r.threads = thread_count(a.threads);
+  r.threads = runtime::thread_count(a.threads);
   r.data_label = "the data";
   r.input_shapes = a.input_shapes;
   r.input_shapes_label = "input_shapes";
