@@ -19,7 +19,6 @@ using ptq::testing::run_ptq;
 namespace {
 
 using ptq::testing::TempDir;
-
 using ptq::testing::output_node;
 
 // x[batch,8] ──► QuantizeLinear(s,z) ──► q ──► DequantizeLinear(s,z) ──► d ──► MatMul(W[8,4]) ──► m

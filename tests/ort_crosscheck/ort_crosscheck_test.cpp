@@ -59,7 +59,6 @@ namespace ptq {
 namespace {
 
 using ptq::testing::scratch_dir;
-
 using ptq::testing::test_data_dir;
 
 namespace fs = std::filesystem;

@@ -22,9 +22,8 @@ namespace ptq::runtime::testing {
 namespace {
 
 using ptq::testing::op_node;
-using ptq::testing::value_info;
-
 using ptq::testing::test_data_dir;
+using ptq::testing::value_info;
 
 namespace fs = std::filesystem;
 using ir::DType;
