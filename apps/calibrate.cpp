@@ -11,7 +11,6 @@
 #include <ctime>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -88,15 +87,14 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
     probe.method = o.ranges_only ? "minmax" : o.method.name;
     PTQ_RETURN_IF_ERROR(calib::trt_cache_string(probe, trt_options).status());
   }
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = runtime::thread_count(o.threads);
   PTQ_ASSIGN_OR_RETURN(co.date, run_date());
 
-  PTQ_RETURN_IF_ERROR(check_workers(o.backend, o.workers));
-  PTQ_RETURN_IF_ERROR(pick_rank_device(o.backend, *global.comm));
+  PTQ_ASSIGN_OR_RETURN(runtime::EngineOptions eo, engine_options(o.backend, global.quiet));
+  PTQ_RETURN_IF_ERROR(runtime::check_workers(eo, o.workers));
+  PTQ_RETURN_IF_ERROR(runtime::pick_rank_device(eo, *global.comm));
   PhaseTimes times;
-  EarlyDevice early(o.backend);  // opens while the model loads
+  runtime::EarlyDevice early(eo);  // opens while the model loads
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   times.mark("load model");
   std::optional<calib::CalibrationTable> common;
@@ -109,8 +107,8 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   times.mark("open data");
   PTQ_ASSIGN_OR_RETURN(
-      CalibrationEngines engines,
-      make_calibration_engines(model, o.backend, threads, o.workers, global.quiet, &early));
+      runtime::CalibrationEngines engines,
+      runtime::make_calibration_engines(model, eo, threads, o.workers, &early));
   times.mark("start backend");
 
   co.all_tensors = o.all_tensors;
@@ -143,7 +141,7 @@ Status calibrate_command(CalibrateOptions& o, const GlobalOptions& global) {
     PTQ_RETURN_IF_ERROR(calib::write_cache(table, o.trt_cache, wo));
   }
   times.mark("write caches");
-  engines = CalibrationEngines{};
+  engines = runtime::CalibrationEngines{};
   times.mark("release backend");
   if (o.json) print_report(o, table, dataset.size(), times);
   return Status::ok();

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -43,9 +42,7 @@ Status compare_command(CompareOptions& o, const GlobalOptions& global) {
   if (o.per_tensor && o.backend.backend != "cpu") {
     return usage_error("--per-tensor reads every tensor on the host: use --backend cpu");
   }
-  const int threads =
-      o.threads > 0 ? o.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = runtime::thread_count(o.threads);
   PTQ_ASSIGN_OR_RETURN(ir::Model a, onnx::load_model(o.model_a));
   PTQ_ASSIGN_OR_RETURN(ir::Model b, onnx::load_model(o.model_b));
   // Before the data is bound to B: a clearer message than the binding's.
@@ -53,8 +50,9 @@ Status compare_command(CompareOptions& o, const GlobalOptions& global) {
   // One dataset per model: each binds the source to its own graph's inputs and dtypes.
   PTQ_ASSIGN_OR_RETURN(data::Dataset da, open_dataset(o.data, a.graph));
   PTQ_ASSIGN_OR_RETURN(data::Dataset db, open_dataset(o.data, b.graph));
-  PTQ_ASSIGN_OR_RETURN(Engine ea, make_engine(a, o.backend, threads, global.quiet));
-  PTQ_ASSIGN_OR_RETURN(Engine eb, make_engine(b, o.backend, threads, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(const runtime::EngineOptions eo, engine_options(o.backend, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(runtime::Engine ea, runtime::make_engine(a, eo, threads));
+  PTQ_ASSIGN_OR_RETURN(runtime::Engine eb, runtime::make_engine(b, eo, threads));
 
   ProgressLine line("compare", "samples", da.size(), global.quiet);
   compare::Options options;

@@ -8,7 +8,6 @@
 // samples' delivery order).
 #include <algorithm>
 #include <memory>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -55,14 +54,13 @@ Expected<std::vector<int64_t>> read_labels(const std::string& path, int64_t samp
 }
 
 Status eval_command(EvalOptions& o, const GlobalOptions& global) {
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = runtime::thread_count(o.threads);
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   if (model.graph.outputs.empty()) return invalid_input("{} has no outputs", o.model);
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
   PTQ_ASSIGN_OR_RETURN(std::vector<int64_t> labels, read_labels(o.labels, dataset.source_size()));
-  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(const runtime::EngineOptions eo, engine_options(o.backend, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(runtime::Engine engine, runtime::make_engine(model, eo, threads));
 
   metrics::Accuracy acc({1, 5});
   const std::vector<int64_t>& order = dataset.order();

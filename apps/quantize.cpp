@@ -19,7 +19,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -90,10 +89,10 @@ class CommandLine : public calibration::QuantizeFrontEnd {
     return open_dataset(o_.data, graph);
   }
   Expected<std::vector<runtime::Executor*>> calibration_workers(const ir::Model& model) override {
-    BackendOptions backend = o_.backend;
-    PTQ_RETURN_IF_ERROR(pick_rank_device(backend, *global_.comm));
-    PTQ_ASSIGN_OR_RETURN(
-        engines_, make_calibration_engines(model, backend, threads_, o_.workers, global_.quiet));
+    PTQ_ASSIGN_OR_RETURN(runtime::EngineOptions eo, engine_options(o_.backend, global_.quiet));
+    PTQ_RETURN_IF_ERROR(runtime::pick_rank_device(eo, *global_.comm));
+    PTQ_ASSIGN_OR_RETURN(engines_,
+                         runtime::make_calibration_engines(model, eo, threads_, o_.workers));
     return engines_.executors();
   }
   calibration::ProgressFn start_pass(std::string_view stage, int64_t samples) override {
@@ -120,7 +119,7 @@ class CommandLine : public calibration::QuantizeFrontEnd {
   const QuantizeOptions& o_;
   const GlobalOptions& global_;
   int threads_;
-  CalibrationEngines engines_;
+  runtime::CalibrationEngines engines_;
   std::optional<ProgressLine> line_;
   PhaseTimes times_;
 };
@@ -248,9 +247,7 @@ Status quantize_command(QuantizeOptions& o, const GlobalOptions& global) {
     return usage_error("give either --data (calibrate now) or --cache (reuse a calibration cache)");
   }
   PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = runtime::thread_count(o.threads);
   calibration::QuantizeRequest request;
   PTQ_RETURN_IF_ERROR(fill_request(o, std::move(settings), threads, global, request));
   CommandLine front_end(o, global, threads);

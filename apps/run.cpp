@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include "backend_options.h"
 #include "command.h"
@@ -146,12 +145,11 @@ Status commit(OutputSink& sink) {
 }
 
 Status run_command(RunOptions& o, const GlobalOptions& global) {
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = runtime::thread_count(o.threads);
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   PTQ_ASSIGN_OR_RETURN(data::Dataset dataset, open_dataset(o.data, model.graph));
-  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(const runtime::EngineOptions eo, engine_options(o.backend, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(runtime::Engine engine, runtime::make_engine(model, eo, threads));
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) return runtime_error("cannot create output folder {}: {}", o.out_dir, ec.message());

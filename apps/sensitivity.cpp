@@ -16,7 +16,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -79,7 +78,8 @@ Expected<std::vector<int64_t>> read_labels(const std::string& path, const data::
 // The table from --cache (adopting the options it records) or calibrated on --data, with the
 // bias corrections of --bias-correction: what `ptq quantize` takes, so --write writes its model.
 Expected<calib::CalibrationTable> get_table(const ir::Model& model, const SensitivityOptions& o,
-                                            calibration::QuantizeSettings& settings, Engine& engine,
+                                            calibration::QuantizeSettings& settings,
+                                            runtime::Engine& engine,
                                             int threads, const GlobalOptions& global) {
   if (!o.cache.empty()) {
     PTQ_ASSIGN_OR_RETURN(calibration::AcceptedCache cache,
@@ -157,13 +157,15 @@ Expected<planner::PlanOptions> plan_options(const ir::Model& model, const data::
 // Executors for the sweep on the backend of `engine`: the CPU backend is shared; a Vulkan
 // executor owns its device state, so each one is made afresh (quietly: the float model's CPU
 // fallbacks were listed when `engine` was made, and --strict still refuses).
-sens::ExecutorFactory sweep_executors(const Engine& engine, const BackendOptions& backend) {
+sens::ExecutorFactory sweep_executors(const runtime::Engine& engine,
+                                      const runtime::EngineOptions& options) {
   if (engine.backend) return sens::backend_executors(*engine.backend);
-  return
-      [backend](const ir::Model& m, int threads) -> Expected<std::unique_ptr<runtime::Executor>> {
-        PTQ_ASSIGN_OR_RETURN(Engine e, make_engine(m, backend, threads, true));
-        return std::move(e.executor);
-      };
+  runtime::EngineOptions quiet = options;
+  quiet.vulkan.on_fallback = nullptr;
+  return [quiet](const ir::Model& m, int threads) -> Expected<std::unique_ptr<runtime::Executor>> {
+    PTQ_ASSIGN_OR_RETURN(runtime::Engine e, runtime::make_engine(m, quiet, threads));
+    return std::move(e.executor);
+  };
 }
 
 // --target-drop is a drop from FP32 (top1, cosine) or a maximum (mse), so not negative; for
@@ -187,14 +189,13 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   }
   if (!o.write.empty() && !o.target_drop) return usage_error("--write needs --target-drop");
   PTQ_RETURN_IF_ERROR(check_target(o.target_drop, metric));
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = runtime::thread_count(o.threads);
   if (o.backend.devices.size() > 1 && global.comm->size() == 1) {
     return usage_error("a sweep runs on one device per process: give --device N, or a list under "
                        "mpirun (one device per rank)");
   }
-  PTQ_RETURN_IF_ERROR(pick_rank_device(o.backend, *global.comm));
+  PTQ_ASSIGN_OR_RETURN(runtime::EngineOptions eo, engine_options(o.backend, global.quiet));
+  PTQ_RETURN_IF_ERROR(runtime::pick_rank_device(eo, *global.comm));
   PTQ_ASSIGN_OR_RETURN(ir::Model model, onnx::load_model(o.model));
   // The sweep runs on the smoothed model, the one `quantize --smoothquant` would quantize.
   if (o.cache.empty()) {
@@ -204,7 +205,7 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
     calibration::ModelForms forms(model);
     PTQ_RETURN_IF_ERROR(smooth_as_cached(model, o.smoothquant, o.cache, forms));
   }
-  PTQ_ASSIGN_OR_RETURN(Engine engine, make_engine(model, o.backend, threads, global.quiet));
+  PTQ_ASSIGN_OR_RETURN(runtime::Engine engine, runtime::make_engine(model, eo, threads));
   PTQ_ASSIGN_OR_RETURN(calibration::QuantizeSettings settings, quantize_settings(o.plan));
   PTQ_ASSIGN_OR_RETURN(calib::CalibrationTable table,
                        get_table(model, o, settings, engine, threads, global));
@@ -229,7 +230,7 @@ Status sensitivity_command(SensitivityOptions& o, const GlobalOptions& global) {
   PTQ_ASSIGN_OR_RETURN(
       sens::Evaluator ev,
       sens::Evaluator::create(
-          model, sweep_executors(engine, o.backend), eval, labels.empty() ? nullptr : &labels,
+          model, sweep_executors(engine, eo), eval, labels.empty() ? nullptr : &labels,
           {.metric = metric,
            .threads = threads,
            .reference_batches = base_is_float ? 0 : sens::Evaluator::Options::kAllBatches}));

@@ -121,6 +121,9 @@ struct QuantizeSettings {
 
 // The command-line flags of the recorded settings ("--target", "--per-tensor-weights", …).
 std::vector<std::string> recorded_option_flags();
+// The flag of the setting recorded under `key` ("per_tensor_weights": "--per-tensor-weights");
+// "" for a key no setting has.
+std::string recorded_option_flag(std::string_view key);
 // Writes the settings into table.options (other keys kept).
 void record_settings(const QuantizeSettings& settings, calib::CalibrationTable& table);
 // Takes the settings `table` records: each recorded option whose flag is not in `given` is

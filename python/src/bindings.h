@@ -18,6 +18,7 @@
 #include "ptq/data.h"
 #include "ptq/ir.h"
 #include "ptq/runtime.h"
+#include "ptq/runtime/engine.h"
 #include "ptq/status.h"
 
 namespace ptq::python {
@@ -93,15 +94,9 @@ void register_quantize(py::module_& m);     // quantize.cpp
 void register_compare(py::module_& m);      // compare.cpp
 void register_sensitivity(py::module_& m);  // sensitivity.cpp
 
-// CPU threads to use: `threads` when positive, else every hardware thread.
-int thread_count(int threads);
-
 // ---- engine.cpp: an executor for `model` on "cpu" or "vulkan" (one worker; a calibration's
 // table is the same bit for bit for any number of workers).
-struct Engine {
-  std::unique_ptr<runtime::Backend> backend;
-  std::unique_ptr<runtime::Executor> executor;
-};
+using runtime::Engine;
 Expected<Engine> open_engine(const ir::Model& model, const std::string& backend, int threads);
 // The same, throwing ptqkit.Error (the GIL held).
 Engine make_engine(const ir::Model& model, const std::string& backend, int threads);

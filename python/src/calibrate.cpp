@@ -19,7 +19,7 @@ Cache calibrate(const std::string& model_path, const py::object& data, const py:
   options.date = value_or_throw(apps::run_date());
   options.all_tensors = all_tensors;
   options.ignore_nonfinite = ignore_nonfinite;
-  options.threads = thread_count(threads);
+  options.threads = runtime::thread_count(threads);
   options.backend = backend;
   const ir::Model model = value_or_throw(onnx::load_model(model_path));
   std::unique_ptr<PythonData> d = python_data(data, batch, 16);

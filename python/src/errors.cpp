@@ -1,8 +1,6 @@
 // ptqkit.Error: every library failure reaches Python as this RuntimeError subclass, with the
 // library's one-line message (the file, tensor, node or line at fault) and its CLI exit code;
 // the library's warnings as UserWarning.
-#include <algorithm>
-#include <thread>
 
 #include "bindings.h"
 
@@ -37,10 +35,5 @@ void warn(const std::string& message) {
 }
 
 Status interrupted() { return runtime_error("interrupted"); }
-
-int thread_count(int threads) {
-  return threads > 0 ? threads
-                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
 
 }  // namespace ptq::python

@@ -54,25 +54,26 @@ struct QuantizeArgs {
   onnx::InputShapes input_shapes;
 };
 
-// The flags of the recorded options given (calibration::adopt_settings).
+// The flags of the recorded options given (calibration::adopt_settings), named by their cache
+// keys.
 std::set<std::string> given_flags(const Recorded& r) {
-  const std::pair<bool, const char*> flags[] = {
-      {r.target.has_value(), "--target"},
-      {r.activation_type.has_value(), "--activation-type"},
-      {r.exclude.has_value(), "--exclude"},
-      {r.exclude_op_types.has_value(), "--exclude-op-types"},
-      {r.nodes_to_quantize.has_value(), "--nodes-to-quantize"},
-      {r.op_types_to_quantize.has_value(), "--op-types-to-quantize"},
-      {r.per_channel.has_value(), "--per-tensor-weights"},
-      {r.weights_float.has_value(), "--weights-float"},
-      {r.min_conv_channels.has_value(), "--min-conv-channels"},
-      {r.quantize_matrix_vector.has_value(), "--quantize-matrix-vector"},
-      {r.fold_batchnorm.has_value(), "--no-fold-batchnorm"},
-      {r.bias_correction.has_value(), "--bias-correction"},
+  const std::pair<bool, std::string_view> keys[] = {
+      {r.target.has_value(), "target"},
+      {r.activation_type.has_value(), "activation_type"},
+      {r.exclude.has_value(), "exclude"},
+      {r.exclude_op_types.has_value(), "exclude_op_types"},
+      {r.nodes_to_quantize.has_value(), "nodes_to_quantize"},
+      {r.op_types_to_quantize.has_value(), "op_types_to_quantize"},
+      {r.per_channel.has_value(), "per_tensor_weights"},
+      {r.weights_float.has_value(), "weights_float"},
+      {r.min_conv_channels.has_value(), "min_conv_channels"},
+      {r.quantize_matrix_vector.has_value(), "quantize_matrix_vector"},
+      {r.fold_batchnorm.has_value(), "fold_batchnorm"},
+      {r.bias_correction.has_value(), "bias_correction"},
   };
   std::set<std::string> given;
-  for (const auto& [is_given, flag] : flags) {
-    if (is_given) given.insert(flag);
+  for (const auto& [is_given, key] : keys) {
+    if (is_given) given.insert(calibration::recorded_option_flag(key));
   }
   return given;
 }
@@ -123,9 +124,9 @@ calibration::QuantizeRequest request(const QuantizeArgs& a) {
   r.smoothquant = a.smoothquant;
   r.calibration.method = method_config(a.method, a.percentile);
   r.calibration.date = value_or_throw(apps::run_date());
-  r.calibration.threads = thread_count(a.threads);
+  r.calibration.threads = runtime::thread_count(a.threads);
   r.calibration.backend = a.backend;
-  r.threads = thread_count(a.threads);
+  r.threads = runtime::thread_count(a.threads);
   r.data_label = "the data";
   r.input_shapes = a.input_shapes;
   r.input_shapes_label = "input_shapes";

@@ -29,7 +29,7 @@ calib::CalibrationTable table_for(const ir::Model& model, const py::object& data
   const data::Dataset dataset = open_bound(*d, model.graph);
   calibration::CalibrationOptions co;
   co.method = method_config(method, 99.99);
-  co.threads = thread_count(threads);
+  co.threads = runtime::thread_count(threads);
   Progress progress("sensitivity", dataset.size(), quiet, "calibration pass");
   co.progress = progress.calibration_fn();
   Expected<calib::CalibrationTable> table = calib::CalibrationTable{};
@@ -74,11 +74,11 @@ py::object sensitivity(const std::string& model_path, const py::object& eval_dat
   plan.shapes_remedy = "give eval data for every input:";
   throw_if_error(
       calibration::resolve_plan_shapes(model, {{"the eval data", calibration::fed_shapes(eval)}},
-                                       *engine.backend, thread_count(threads), plan));
+                                       *engine.backend, runtime::thread_count(threads), plan));
   sens::Evaluator ev = value_or_throw(sens::Evaluator::create(
       model, *engine.backend, eval, label_list.empty() ? nullptr : &label_list,
       {.metric = metric,
-       .threads = thread_count(threads),
+       .threads = runtime::thread_count(threads),
        .reference_batches = sens::Evaluator::Options::kAllBatches}));
   sens::SweepOptions so;
   so.mode = mode;

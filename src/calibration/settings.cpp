@@ -125,6 +125,13 @@ std::vector<std::string> recorded_option_flags() {
   return out;
 }
 
+std::string recorded_option_flag(std::string_view key) {
+  for (const Row& r : kRows) {
+    if (r.key == key) return std::string(r.flag);
+  }
+  return "";
+}
+
 void record_settings(const QuantizeSettings& settings, calib::CalibrationTable& table) {
   for (const Row& r : kRows) table.options[std::string(r.key)] = r.get(settings);
 }

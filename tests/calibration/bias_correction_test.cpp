@@ -34,7 +34,7 @@ ir::Model conv_model() {
   ir::Tensor w = testing::random_tensor({kOut, kIn, 3, 3}, 5, 0.2);
   w.data<float>()[7] = 3.0f;  // an outlier: per-tensor scales round the other weights coarsely
   g.set_initializer("W", std::move(w));
-  ir::Node conv = testing::make_node("Conv", {"x", "W"}, {"y"});
+  ir::Node conv = ptq::testing::output_node("Conv", {"x", "W"}, {"y"});
   conv.attributes.push_back(ir::ints_attr("pads", {1, 1, 1, 1}));
   g.nodes.push_back(std::move(conv));
   return m;
@@ -201,7 +201,7 @@ TEST(BiasCorrection, BiasBehindAnIdentity) {
   Fixture f;
   ir::Model m = f.model;
   m.graph.set_initializer("B0", testing::random_tensor({kOut}, 3, 0.1));
-  m.graph.nodes.insert(m.graph.nodes.begin(), testing::make_node("Identity", {"B0"}, {"B"}));
+  m.graph.nodes.insert(m.graph.nodes.begin(), ptq::testing::output_node("Identity", {"B0"}, {"B"}));
   m.graph.nodes.back().inputs.push_back("B");
   planner::PlanOptions p;
   auto c = measure_bias_corrections(m, f.table, p, f.data, 1);

@@ -3,6 +3,10 @@
 // with a plan, its tensors are checked against the activations the plan quantizes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "calib_test_util.h"
 #include "ptq/calibration.h"
 #include "ptq/onnx.h"
@@ -108,6 +112,22 @@ TEST(CacheUse, WithAPlanReportsMissingAndUnknownTensors) {
   EXPECT_NE(c->warnings[0].find(dropped), std::string::npos) << c->warnings[0];
   EXPECT_EQ(c->warnings[1],
             path + ": 1 cache entr(y/ies) match no tensor and are ignored: no_such_tensor");
+}
+
+// The front ends that name a recorded setting by its cache key (the Python module's given
+// options) get the flag `ptq quantize` gives it.
+TEST(RecordedSettings, EachKeyNamesItsFlag) {
+  EXPECT_EQ(recorded_option_flag("per_tensor_weights"), "--per-tensor-weights");
+  EXPECT_EQ(recorded_option_flag("fold_batchnorm"), "--no-fold-batchnorm");
+  EXPECT_EQ(recorded_option_flag("no_such_option"), "");
+  calib::CalibrationTable table;
+  record_settings(QuantizeSettings{}, table);
+  std::vector<std::string> flags;
+  for (const auto& [key, value] : table.options) flags.push_back(recorded_option_flag(key));
+  std::vector<std::string> want = recorded_option_flags();
+  std::sort(flags.begin(), flags.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(flags, want);
 }
 
 }  // namespace

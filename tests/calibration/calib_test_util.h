@@ -15,6 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/files.h"
+#include "common/node_builder.h"
+#include "common/random.h"
+#include "common/temp_dir.h"
 #include "ptq/data.h"
 #include "ptq/ir.h"
 #include "ptq/onnx.h"
@@ -23,50 +27,13 @@ namespace ptq::calibration::testing {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  // Named after the running test; pass a name where no test runs (SetUpTestSuite).
-  TempDir() : TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name()) {}
-  explicit TempDir(const std::string& name)
-      : path_(fs::path(::testing::TempDir()) /
-              ("ptq_calibration_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  std::string operator/(const std::string& n) const { return (path_ / n).string(); }
+using ptq::testing::TempDir;
 
- private:
-  fs::path path_;
-};
-
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline ir::Node make_node(std::string op, std::vector<std::string> in,
-                          std::vector<std::string> out) {
-  ir::Node n;
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.name = n.outputs[0] + "_node";
-  return n;
-}
-
+// float32 draws of N(0, scale) in double from std::mt19937_64(seed).
 inline ir::Tensor random_tensor(ir::Shape shape, uint64_t seed, double scale = 1.0) {
-  ir::Tensor t(ir::DType::kFloat32, std::move(shape));
   std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, scale);
-  for (float& v : t.span<float>()) v = static_cast<float>(normal(rng));
-  return t;
+  return ptq::testing::drawn_tensor(std::move(shape), std::normal_distribution<double>(0.0, scale),
+                                    rng);
 }
 
 // A residual block with every intermediate also a graph output (so tests see its values):
@@ -89,9 +56,9 @@ inline ir::Model residual_model(uint64_t seed = 1) {
     g.outputs.push_back({out, {ir::DType::kFloat32, act, {}}, {}});
   g.set_initializer("W", random_tensor({16, 16, 1, 1}, seed, 0.3));
   g.set_initializer("B", random_tensor({16}, seed + 100, 0.1));
-  g.nodes.push_back(make_node("Conv", {"x", "W", "B"}, {"c"}));
-  g.nodes.push_back(make_node("Relu", {"c"}, {"r"}));
-  g.nodes.push_back(make_node("Add", {"r", "x"}, {"y"}));
+  g.nodes.push_back(ptq::testing::output_node("Conv", {"x", "W", "B"}, {"c"}));
+  g.nodes.push_back(ptq::testing::output_node("Relu", {"c"}, {"r"}));
+  g.nodes.push_back(ptq::testing::output_node("Add", {"r", "x"}, {"y"}));
   return m;
 }
 

@@ -7,6 +7,7 @@
 
 #include "calib_test_util.h"
 #include "cli/run_ptq.h"
+#include "common/files.h"
 #include "ptq/calib_cache.h"
 
 namespace ptq::calibration {
@@ -17,7 +18,7 @@ using ptq::testing::PtqResult;
 using ptq::testing::run_ptq;
 using testing::example_data;
 using testing::example_model;
-using testing::slurp;
+using ptq::testing::read_file;
 using testing::TempDir;
 
 class CacheCli : public ::testing::Test {
@@ -84,10 +85,12 @@ TEST_F(CacheCli, ConvertRoundTripsThroughEveryFormat) {
   ASSERT_EQ(run_ptq({"cache", "convert", cache(), "-o", dir / "calibration.json"}).exit_code, 0);
   ASSERT_EQ(run_ptq({"cache", "convert", cache(), "-o", dir / "td.txt", "--format", "ort-json",
                      "--ort-json-style", "tensors-data"}).exit_code, 0);
-  EXPECT_TRUE(slurp(dir / "t.cache").starts_with("TRT-8601-EntropyCalibration2\n"));
-  EXPECT_EQ(calib::detect_format(slurp(dir / "calibration.cache")), calib::CacheFormat::kOrtText);
-  EXPECT_EQ(calib::detect_format(slurp(dir / "calibration.json")), calib::CacheFormat::kOrtJson);
-  EXPECT_NE(slurp(dir / "td.txt").find("TensorsData"), std::string::npos);
+  EXPECT_TRUE(read_file(dir / "t.cache").starts_with("TRT-8601-EntropyCalibration2\n"));
+  EXPECT_EQ(calib::detect_format(read_file(dir / "calibration.cache")),
+            calib::CacheFormat::kOrtText);
+  EXPECT_EQ(calib::detect_format(read_file(dir / "calibration.json")),
+            calib::CacheFormat::kOrtJson);
+  EXPECT_NE(read_file(dir / "td.txt").find("TensorsData"), std::string::npos);
   for (const char* file : {"t.cache", "calibration.cache", "calibration.json", "td.txt"}) {
     // ... and back to a ptqkit JSON cache.
     const std::string back = dir / (std::string(file) + ".json");
@@ -129,7 +132,7 @@ TEST_F(CacheCli, CheckReportsMissingAndExtraTensors) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("not recorded"), std::string::npos) << r.out;
   // A cache with an extra entry.
-  std::string text = slurp(dir / "t.cache") + "no_such_tensor: 3c010204\n";
+  std::string text = read_file(dir / "t.cache") + "no_such_tensor: 3c010204\n";
   std::ofstream(dir / "extra.cache") << text;
   r = run_ptq({"cache", "check", dir / "extra.cache", example_model()});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;

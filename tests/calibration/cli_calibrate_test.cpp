@@ -9,6 +9,7 @@
 
 #include "calib_test_util.h"
 #include "cli/run_ptq.h"
+#include "common/files.h"
 #include "ptq/calib_cache.h"
 
 namespace ptq::calibration {
@@ -19,7 +20,7 @@ using ptq::testing::PtqResult;
 using ptq::testing::run_ptq;
 using testing::example_data;
 using testing::example_model;
-using testing::slurp;
+using ptq::testing::read_file;
 using testing::tensors_section;
 using testing::TempDir;
 using testing::without_batch;
@@ -73,7 +74,7 @@ TEST_F(CalibrateCli, SameBytesForAnyBatchSizeOrderThreadAndWorkerCount) {
     args.insert(args.end(), cases[k].more.begin(), cases[k].more.end());
     const PtqResult r = calibrate(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::string json = slurp(out), cache = slurp(trt);
+    const std::string json = read_file(out), cache = read_file(trt);
     ASSERT_NE(json.find("\"method\":\"mse\""), std::string::npos);  // the default
     ASSERT_NE(json.find("\"samples\":256"), std::string::npos);
     if (k == 0) {
@@ -114,10 +115,11 @@ TEST_F(CalibrateCli, ConvertWithAnotherMethodEqualsCalibratingWithIt) {
     conv.insert(conv.end(), c.method.begin(), c.method.end());
     r = run_ptq(conv);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(slurp(converted), slurp(direct)) << c.name;
+    EXPECT_EQ(read_file(converted), read_file(direct)) << c.name;
   }
   // The methods do choose different ranges here (the comparison above is not vacuous).
-  EXPECT_NE(tensors_section(slurp(dir / "mse_direct.json")), tensors_section(slurp(entropy)));
+  EXPECT_NE(tensors_section(read_file(dir / "mse_direct.json")),
+            tensors_section(read_file(entropy)));
 }
 
 TEST_F(CalibrateCli, ShardsMergedEqualAllDataAtOnce) {
@@ -163,7 +165,7 @@ TEST_F(CalibrateCli, ShardsMergedEqualAllDataAtOnce) {
   merge.insert(merge.end(), {"-o", merged});
   r = run_ptq(merge);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string a = slurp(whole), b = slurp(merged);
+  const std::string a = read_file(whole), b = read_file(merged);
   EXPECT_EQ(tensors_section(b), tensors_section(a));
   EXPECT_NE(b.find("\"merged_shards\":\"3\""), std::string::npos);
   EXPECT_NE(b.find("\"samples\":256"), std::string::npos);
@@ -185,7 +187,7 @@ TEST_F(CalibrateCli, TensorRtCacheWrittenAndReadBack) {
   const std::string json = dir / "c.json", trt = dir / "c.cache";
   PtqResult r = calibrate({"-o", json, "--trt-cache", trt, "--trt-version", "10.3.0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string text = slurp(trt);
+  const std::string text = read_file(trt);
   EXPECT_TRUE(text.starts_with("TRT-100300-EntropyCalibration2\n")) << text.substr(0, 40);
   auto a = calib::read_cache(json);
   auto b = calib::read_cache(trt);
@@ -201,11 +203,11 @@ TEST_F(CalibrateCli, TensorRtCacheWrittenAndReadBack) {
   // Methods TensorRT lacks are written under EntropyCalibration2 unless --trt-algo says.
   r = calibrate({"--method", "percentile", "-o", dir / "p.json", "--trt-cache", dir / "p.cache"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(slurp(dir / "p.cache").starts_with("TRT-8601-EntropyCalibration2\n"));
+  EXPECT_TRUE(read_file(dir / "p.cache").starts_with("TRT-8601-EntropyCalibration2\n"));
   r = calibrate({"--method", "percentile", "-o", dir / "p.json", "--trt-cache", dir / "p.cache",
                  "--trt-algo", "MinMaxCalibration"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(slurp(dir / "p.cache").starts_with("TRT-8601-MinMaxCalibration\n"));
+  EXPECT_TRUE(read_file(dir / "p.cache").starts_with("TRT-8601-MinMaxCalibration\n"));
 }
 
 TEST_F(CalibrateCli, CacheOfAnotherModelIsRefused) {

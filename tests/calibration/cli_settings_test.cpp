@@ -7,6 +7,7 @@
 
 #include "calib_test_util.h"
 #include "cli/run_ptq.h"
+#include "common/files.h"
 
 namespace ptq::calibration {
 namespace {
@@ -15,7 +16,7 @@ using ptq::testing::PtqResult;
 using ptq::testing::run_ptq;
 using testing::example_data;
 using testing::example_model;
-using testing::slurp;
+using ptq::testing::read_file;
 using testing::TempDir;
 
 TEST(QuantizeSettingsCli, CacheReproducesTheModelByteForByte) {
@@ -27,7 +28,7 @@ TEST(QuantizeSettingsCli, CacheReproducesTheModelByteForByte) {
                          "--threads", "1", "-o", first, "--cache-out", cache});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("corrected biases:"), std::string::npos) << r.out;
-  const auto j = nlohmann::json::parse(slurp(cache));
+  const auto j = nlohmann::json::parse(read_file(cache));
   EXPECT_EQ(j["options"]["per_tensor_weights"], "false");
   EXPECT_EQ(j["options"]["bias_correction"], "true");
   EXPECT_EQ(j["options"]["target"], "tensorrt");
@@ -36,14 +37,14 @@ TEST(QuantizeSettingsCli, CacheReproducesTheModelByteForByte) {
   // Nothing but the cache: the recorded options and corrections give the same bytes.
   r = run_ptq({"quantize", example_model(), "--cache", cache, "-o", again, "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(slurp(first), slurp(again));
+  EXPECT_EQ(read_file(first), read_file(again));
 
   // A given option wins (the cache's corrections still apply: the weights are the same).
   r = run_ptq({"quantize", example_model(), "--cache", cache, "--target", "ort", "-o", again,
                "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(slurp(first), slurp(again));
-  EXPECT_NE(slurp(again).find("_corrected"), std::string::npos);
+  EXPECT_NE(read_file(first), read_file(again));
+  EXPECT_NE(read_file(again).find("_corrected"), std::string::npos);
 
   // Per-tensor weights are not those the corrections were measured for: refused, naming the
   // option; --force uses them anyway.

@@ -7,6 +7,8 @@
 
 #include "calib_test_util.h"
 #include "cli/run_ptq.h"
+#include "common/files.h"
+#include "common/paths.h"
 #include "ptq/onnx.h"
 
 namespace ptq::calibration {
@@ -14,21 +16,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using ptq::testing::run_ptq;
-using testing::slurp;
+using ptq::testing::read_file;
 using testing::tensors_section;
 using testing::TempDir;
 using testing::without_batch;
 
-fs::path test_data_dir() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return fs::path(env && *env ? env : PTQ_TEST_DATA) / "models";
-}
-
 TEST(ShapesCli, DetectorOnFourSizesCalibratesAlikeForAnyOrderAndBatchAndQuantizes) {
   ::setenv("SOURCE_DATE_EPOCH", "1714564800", 1);
   ::setenv("OMP_WAIT_POLICY", "passive", 1);
-  const std::string model = (test_data_dir() / "ssdlite_head.onnx").string();
-  const fs::path samples = test_data_dir() / "ssdlite_head.samples";
+  const std::string model = (ptq::testing::test_models_dir() / "ssdlite_head.onnx").string();
+  const fs::path samples = ptq::testing::test_models_dir() / "ssdlite_head.samples";
   ASSERT_TRUE(fs::exists(model)) << model << " (scripts/make-testdata.sh makes it)";
   TempDir dir;
   // The same eight files under names that sort in another order: 0.npy becomes s7.npy, ...
@@ -44,7 +41,7 @@ TEST(ShapesCli, DetectorOnFourSizesCalibratesAlikeForAnyOrderAndBatchAndQuantize
     args.insert(args.end(), more.begin(), more.end());
     auto r = run_ptq(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return slurp(out);
+    return read_file(out);
   };
   const std::string one = calibrate(samples.string(), {"--batch", "1"}, dir / "one.json");
   const std::string two = calibrate(dir / "renamed", {"--batch", "2", "--shuffle", "--seed", "3"},
@@ -59,7 +56,7 @@ TEST(ShapesCli, DetectorOnFourSizesCalibratesAlikeForAnyOrderAndBatchAndQuantize
   auto q = run_ptq({"quantize", model, "--data", dir / "renamed", "--batch", "2", "--quiet",
                     "--threads", "1", "-o", dir / "q.onnx", "--cache-out", dir / "q.json"});
   ASSERT_EQ(q.exit_code, 0) << q.err;
-  EXPECT_EQ(tensors_section(slurp(dir / "q.json")), tensors_section(one));
+  EXPECT_EQ(tensors_section(read_file(dir / "q.json")), tensors_section(one));
   auto run = run_ptq({"run", dir / "q.onnx", "--data", samples.string(), "--batch", "2",
                       "--threads", "1", "--quiet", "-o", dir / "out"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -83,8 +80,8 @@ TEST(ShapesCli, EvalLabelsFollowSamplesGroupedByShape) {
   const std::vector<ir::Dim> scores{ir::Dim::symbol("n"), ir::Dim::of(3)};
   m.graph.inputs.push_back({"x", {ir::DType::kFloat32, image, {}}, {}});
   m.graph.outputs.push_back({"y", {ir::DType::kFloat32, scores, {}}, {}});
-  m.graph.nodes.push_back(testing::make_node("GlobalAveragePool", {"x"}, {"p"}));
-  m.graph.nodes.push_back(testing::make_node("Flatten", {"p"}, {"y"}));
+  m.graph.nodes.push_back(ptq::testing::output_node("GlobalAveragePool", {"x"}, {"p"}));
+  m.graph.nodes.push_back(ptq::testing::output_node("Flatten", {"p"}, {"y"}));
   TempDir dir;
   ASSERT_TRUE(onnx::save_model(m, dir / "pool.onnx").is_ok());
   fs::create_directories(dir.path() / "data");

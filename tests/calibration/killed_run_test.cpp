@@ -14,13 +14,14 @@
 #include <optional>
 
 #include "calib_test_util.h"
+#include "common/files.h"
 #include "ptq/calibration.h"
 #include "ptq/runtime.h"
 
 namespace ptq::calibration {
 namespace {
 
-using testing::slurp;
+using ptq::testing::read_file;
 using testing::TempDir;
 
 // The executor borrows the model, so a run lives at one address (the heap) from its start.
@@ -68,7 +69,7 @@ TEST(KilledRun, LeavesTheEarlierCachesIntact) {
   TempDir dir;
   const std::unique_ptr<Calibration> run = make_run(dir);
   ASSERT_TRUE(calibrate_into(*run, "minmax", dir, nullptr).is_ok());
-  const std::string before = slurp(dir / "c.json"), before_trt = slurp(dir / "c.cache");
+  const std::string before = read_file(dir / "c.json"), before_trt = read_file(dir / "c.cache");
   ASSERT_FALSE(before.empty());
   ASSERT_FALSE(before_trt.empty());
 
@@ -98,8 +99,8 @@ TEST(KilledRun, LeavesTheEarlierCachesIntact) {
   ASSERT_EQ(got, 1) << "the run ended before pass 2 (status " << status << ")";
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
 
-  EXPECT_EQ(slurp(dir / "c.json"), before);
-  EXPECT_EQ(slurp(dir / "c.cache"), before_trt);
+  EXPECT_EQ(read_file(dir / "c.json"), before);
+  EXPECT_EQ(read_file(dir / "c.cache"), before_trt);
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
     files.push_back(e.path().filename().string());

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "calib_test_util.h"
+#include "common/paths.h"
 #include "ptq/calibration.h"
 #include "ptq/ir/builders.h"
 #include "ptq/runtime.h"
@@ -14,20 +15,10 @@
 namespace ptq::calibration {
 namespace {
 
+using ptq::testing::output_node;
+
 namespace fs = std::filesystem;
 using testing::TempDir;
-
-fs::path models_dir() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return (env != nullptr && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA)) / "models";
-}
-
-ir::Node node(std::string op, std::vector<std::string> in, std::string out,
-              std::vector<ir::Attribute> attrs = {}) {
-  ir::Node n = testing::make_node(std::move(op), std::move(in), {std::move(out)});
-  n.attributes = std::move(attrs);
-  return n;
-}
 
 // A transformer-like block in primitive ops (opset 13):
 //
@@ -51,25 +42,25 @@ ir::Model block_model() {
   g.set_initializer("W2", testing::random_tensor({32, 32}, 6, 0.2));
   const ir::Attribute axes = ir::ints_attr("axes", {-1});
   g.nodes = {
-      node("ReduceMean", {"x"}, "mean", {axes}),
-      node("Sub", {"x", "mean"}, "d"),
-      node("Pow", {"d", scalar("two", 2.0f)}, "p"),
-      node("ReduceMean", {"p"}, "var", {axes}),
-      node("Add", {"var", scalar("eps", 1e-5f)}, "ve"),
-      node("Sqrt", {"ve"}, "sd"),
-      node("Div", {"d", "sd"}, "n"),
-      node("Mul", {"n", "gamma"}, "sc"),
-      node("Add", {"sc", "beta"}, "ln"),
-      node("Mul", {"W1raw", scalar("half", 0.5f)}, "W1"),
-      node("MatMul", {"ln", "W1"}, "h"),
-      node("Div", {"h", scalar("sqrt2", 1.4142135f)}, "t"),
-      node("Erf", {"t"}, "e"),
-      node("Add", {"e", scalar("one", 1.0f)}, "a"),
-      node("Mul", {"h", "a"}, "ha"),
-      node("Mul", {"ha", "half"}, "gelu"),
-      node("Sigmoid", {"gelu"}, "sg"),
-      node("Mul", {"gelu", "sg"}, "s"),
-      node("MatMul", {"s", "W2"}, "y"),
+      output_node("ReduceMean", {"x"}, {"mean"}, {axes}),
+      output_node("Sub", {"x", "mean"}, {"d"}),
+      output_node("Pow", {"d", scalar("two", 2.0f)}, {"p"}),
+      output_node("ReduceMean", {"p"}, {"var"}, {axes}),
+      output_node("Add", {"var", scalar("eps", 1e-5f)}, {"ve"}),
+      output_node("Sqrt", {"ve"}, {"sd"}),
+      output_node("Div", {"d", "sd"}, {"n"}),
+      output_node("Mul", {"n", "gamma"}, {"sc"}),
+      output_node("Add", {"sc", "beta"}, {"ln"}),
+      output_node("Mul", {"W1raw", scalar("half", 0.5f)}, {"W1"}),
+      output_node("MatMul", {"ln", "W1"}, {"h"}),
+      output_node("Div", {"h", scalar("sqrt2", 1.4142135f)}, {"t"}),
+      output_node("Erf", {"t"}, {"e"}),
+      output_node("Add", {"e", scalar("one", 1.0f)}, {"a"}),
+      output_node("Mul", {"h", "a"}, {"ha"}),
+      output_node("Mul", {"ha", "half"}, {"gelu"}),
+      output_node("Sigmoid", {"gelu"}, {"sg"}),
+      output_node("Mul", {"gelu", "sg"}, {"s"}),
+      output_node("MatMul", {"s", "W2"}, {"y"}),
   };
   return m;
 }
@@ -138,11 +129,12 @@ TEST(OptimizerCaches, BuiltBlockIsByteIdentical) {
 }
 
 void check_model(const std::string& name, std::vector<bool> modes) {
-  const fs::path path = models_dir() / (name + ".onnx");
+  const fs::path path = ptq::testing::test_models_dir() / (name + ".onnx");
   ASSERT_TRUE(fs::exists(path)) << path << ": run scripts/make-testdata.sh";
   auto m = onnx::load_model(path);
   ASSERT_TRUE(m.has_value()) << m.status().message();
-  expect_same_caches(*m, (models_dir() / (name + ".samples.npy")).string(), std::move(modes));
+  expect_same_caches(*m, (ptq::testing::test_models_dir() / (name + ".samples.npy")).string(),
+                     std::move(modes));
 }
 
 TEST(OptimizerCaches, ResNet18IsByteIdentical) { check_model("resnet18", {false}); }

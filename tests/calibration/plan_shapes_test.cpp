@@ -17,11 +17,7 @@ using testing::TempDir;
 // matrix-vector MatMul (M = seq = 1) depends on seq.
 Builder projection() {
   Builder b;
-  ir::ValueInfo x;
-  x.name = "x";
-  x.type.dtype = ir::DType::kFloat32;
-  x.type.dims = std::vector<ir::Dim>{ir::Dim::of(1), ir::Dim::symbol("seq"), ir::Dim::of(16)};
-  b.g().inputs.push_back(x);
+  b.input_dims("x", {ir::Dim::of(1), ir::Dim::symbol("seq"), ir::Dim::of(16)});
   b.node("MatMul", "proj", {"x", b.weight("W", {16, 8})}, {"y"});
   b.output("y");
   return b;

@@ -5,12 +5,15 @@
 #include <algorithm>
 
 #include "calib_test_util.h"
+#include "common/files.h"
 #include "ptq/calibration.h"
 #include "ptq/planner.h"
 #include "ptq/runtime.h"
 
 namespace ptq::calibration {
 namespace {
+
+using ptq::testing::read_file;
 
 // Data from a .npy file, one CPU worker, and a record of what the flow reported.
 class TestFrontEnd : public QuantizeFrontEnd {
@@ -109,7 +112,7 @@ TEST_F(QuantizeModelTest, TheCacheAloneGivesTheSameBytesWithItsRecordedOptions) 
   ASSERT_TRUE(b.has_value()) << b.status().message();
   EXPECT_TRUE(b->settings.plan.per_tensor_weights);
   EXPECT_TRUE(b->settings.bias_correction);
-  EXPECT_EQ(testing::slurp(dir / "b.onnx"), testing::slurp(dir / "a.onnx"));
+  EXPECT_EQ(ptq::testing::read_file(dir / "b.onnx"), ptq::testing::read_file(dir / "a.onnx"));
   EXPECT_EQ(second.events,
             (std::vector<std::string>{"load model", "read cache", "quantize", "write model"}));
 }

@@ -15,7 +15,7 @@
 namespace ptq::calibration {
 namespace {
 
-using testing::make_node;
+using ptq::testing::output_node;
 using testing::random_tensor;
 using testing::TempDir;
 
@@ -43,7 +43,8 @@ void add_layernorm(ir::Model& m, const std::string& in, const std::string& out) 
   gamma.data<float>()[5] = -25.0f;
   m.graph.set_initializer("ln.scale", std::move(gamma));
   m.graph.set_initializer("ln.bias", random_tensor({kChannels}, 12, 0.1));
-  m.graph.nodes.push_back(make_node("LayerNormalization", {in, "ln.scale", "ln.bias"}, {out}));
+  m.graph.nodes.push_back(
+      output_node("LayerNormalization", {in, "ln.scale", "ln.bias"}, {out}));
 }
 
 //   x[N,6,8] ─► LayerNormalization ─► h ─┬─► MatMul(Wq) ─► q
@@ -56,7 +57,7 @@ ir::Model qkv_model() {
   for (const char* out : {"q", "k", "v"}) {
     const std::string w = std::string("W") + out;
     m.graph.set_initializer(w, random_tensor({kChannels, kChannels}, seed++, 0.5));
-    m.graph.nodes.push_back(make_node("MatMul", {"h", w}, {out}));
+    m.graph.nodes.push_back(output_node("MatMul", {"h", w}, {out}));
     add_output(m, out);
   }
   return m;
@@ -68,8 +69,8 @@ ir::Model residual_model() {
   ir::Model m = empty_model("post_norm", {1, 6, kChannels});
   add_layernorm(m, "x", "h");
   m.graph.set_initializer("W", random_tensor({kChannels, kChannels}, 30, 0.5));
-  m.graph.nodes.push_back(make_node("MatMul", {"h", "W"}, {"m"}));
-  m.graph.nodes.push_back(make_node("Add", {"m", "h"}, {"y"}));
+  m.graph.nodes.push_back(output_node("MatMul", {"h", "W"}, {"m"}));
+  m.graph.nodes.push_back(output_node("Add", {"m", "h"}, {"y"}));
   add_output(m, "y");
   return m;
 }
@@ -82,9 +83,9 @@ ir::Model affine_gemm_model() {
   m.graph.set_initializer("b", random_tensor({kChannels}, 41, 0.2));
   m.graph.set_initializer("W", random_tensor({4, kChannels}, 42, 0.5));
   m.graph.set_initializer("C", random_tensor({4}, 43, 0.1));
-  m.graph.nodes.push_back(make_node("Mul", {"x", "g"}, {"p"}));
-  m.graph.nodes.push_back(make_node("Add", {"p", "b"}, {"h"}));
-  ir::Node gemm = make_node("Gemm", {"h", "W", "C"}, {"y"});
+  m.graph.nodes.push_back(output_node("Mul", {"x", "g"}, {"p"}));
+  m.graph.nodes.push_back(output_node("Add", {"p", "b"}, {"h"}));
+  ir::Node gemm = output_node("Gemm", {"h", "W", "C"}, {"y"});
   gemm.set_attr(ir::int_attr("transB", 1));
   m.graph.nodes.push_back(std::move(gemm));
   add_output(m, "y");

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_ptq.h"
+#include "common/files.h"
 
 using ptq::testing::PtqResult;
 using ptq::testing::run_ptq;
@@ -25,15 +26,10 @@ using Json = nlohmann::json;
 
 namespace {
 
+using ptq::testing::read_file;
+
 std::string example(const std::string& file) {
   return std::string(PTQ_SOURCE_DIR) + "/examples/" + file;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 class Flags : public ::testing::Test {
@@ -90,10 +86,10 @@ TEST_F(Flags, NodeAliasesWriteWhatTheOriginalFlagsWrite) {
     const PtqResult b = quantize("a.onnx", c.alias);
     ASSERT_EQ(a.exit_code, 0) << a.err;
     ASSERT_EQ(b.exit_code, 0) << b.err;
-    const std::string original = slurp(path("a.onnx"));
+    const std::string original = read_file(path("a.onnx"));
     ASSERT_EQ(quantize("b.onnx", c.alias).exit_code, 0);
-    EXPECT_EQ(slurp(path("b.onnx")), original);
-    EXPECT_NE(original, slurp(path("all.onnx")));  // the flag did exclude something
+    EXPECT_EQ(read_file(path("b.onnx")), original);
+    EXPECT_NE(original, read_file(path("all.onnx")));  // the flag did exclude something
     EXPECT_EQ(a.out, b.out);
     EXPECT_EQ(a.err, b.err);
   }
@@ -125,7 +121,7 @@ TEST_F(Flags, CalibrationMethodAliasesCalibrateAsMinmax) {
 TEST_F(Flags, NodesAndOpTypesToQuantizeRestrictThePlan) {
   const Json convs = quantize_json("q1.onnx", {"--op-types-to-quantize", "Conv"});
   const Json convs_modelopt = quantize_json("q1b.onnx", {"--op_types_to_quantize", "Conv"});
-  EXPECT_EQ(slurp(path("q1.onnx")), slurp(path("q1b.onnx")));
+  EXPECT_EQ(read_file(path("q1.onnx")), read_file(path("q1b.onnx")));
   std::set<std::string> quantized(convs.at("quantized_nodes").begin(),
                                   convs.at("quantized_nodes").end());
   EXPECT_EQ(quantized.size(), 8u);  // the nine convs but the stem (one input channel)
@@ -167,14 +163,14 @@ TEST_F(Flags, LogLevelFiltersAndQuietKeepsWarnings) {
   EXPECT_EQ(with({"--log-level", "error"}).err, "");
   const PtqResult logged = with({"--log-level", "error", "--log-file", path("log.txt")});
   EXPECT_EQ(logged.exit_code, 0) << logged.err;
-  EXPECT_EQ(slurp(path("log.txt")), "");  // the file sees what the level shows
+  EXPECT_EQ(read_file(path("log.txt")), "");  // the file sees what the level shows
   with({"--log-file", path("log.txt")});
-  EXPECT_EQ(slurp(path("log.txt")), warning);
+  EXPECT_EQ(read_file(path("log.txt")), warning);
   // Errors reach the log file too.
   const PtqResult failed = run_ptq({"quantize", model(), "--cache", path("missing.json"), "-o",
                                     path("l2.onnx"), "--log-file", path("err.txt")});
   EXPECT_NE(failed.exit_code, 0);
-  EXPECT_EQ(slurp(path("err.txt")), failed.err);
+  EXPECT_EQ(read_file(path("err.txt")), failed.err);
 
   const PtqResult bad = with({"--log-level", "loud"});
   EXPECT_EQ(bad.exit_code, 2);
@@ -228,7 +224,7 @@ TEST_F(Flags, CalibrateJsonSaysWhatWasWrittenAndTheTensors) {
   EXPECT_EQ(j.at("written"), Json({{"cache", path("p.json")}}));
   EXPECT_EQ(j.at("method"), "percentile");
   EXPECT_EQ(j.at("samples"), 8);
-  const Json cache = Json::parse(slurp(path("p.json")));
+  const Json cache = Json::parse(read_file(path("p.json")));
   ASSERT_EQ(j.at("tensors").size(), cache.at("tensors").size());
   for (const Json& t : j.at("tensors")) {
     EXPECT_NEAR(t.at("scale").get<double>(), t.at("amax").get<double>() / 127.0, 1e-12);

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_ptq.h"
+#include "common/node_builder.h"
+#include "common/paths.h"
+#include "common/temp_dir.h"
 #include "ptq/onnx.h"
 
 using namespace ptq;
@@ -15,33 +18,8 @@ using ptq::testing::run_ptq;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() : path_(fs::path(::testing::TempDir()) /
-                    ("ptq_cli_" + std::to_string(::getpid()) + "_" +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& n) const { return path_ / n; }
-
- private:
-  fs::path path_;
-};
-
-ir::Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
-              std::string domain = "") {
-  ir::Node n;
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.domain = std::move(domain);
-  n.name = n.outputs[0] + "_node";
-  return n;
-}
+using ptq::testing::TempDir;
+using ptq::testing::output_node;
 
 // x[batch,8] ──► QuantizeLinear(s,z) ──► q ──► DequantizeLinear(s,z) ──► d ──► MatMul(W[8,4]) ──► m
 //   ──► Add(B[4]) ──► a ──► Relu ──► r ──► com.acme.Fancy ──► y[batch, ?]
@@ -66,12 +44,13 @@ ir::Model known_model() {
   g.set_initializer("B", ir::Tensor(ir::DType::kFloat32, {4}));
   g.set_initializer("s", ptq::ir::make_tensor<float>({}, {0.5f}));
   g.set_initializer("z", ir::Tensor(ir::DType::kInt8, {}));
-  g.nodes.push_back(node("QuantizeLinear", {"x", "s", "z"}, {"q"}));
-  g.nodes.push_back(node("DequantizeLinear", {"q", "s", "z"}, {"d"}));
-  g.nodes.push_back(node("MatMul", {"d", "W"}, {"m"}));
-  g.nodes.push_back(node("Add", {"m", "B"}, {"a"}));
-  g.nodes.push_back(node("Relu", {"a"}, {"r"}));
-  g.nodes.push_back(node("Fancy", {"r"}, {"y"}, "com.acme"));
+  g.nodes.push_back(output_node("QuantizeLinear", {"x", "s", "z"}, {"q"}));
+  g.nodes.push_back(output_node("DequantizeLinear", {"q", "s", "z"}, {"d"}));
+  g.nodes.push_back(output_node("MatMul", {"d", "W"}, {"m"}));
+  g.nodes.push_back(output_node("Add", {"m", "B"}, {"a"}));
+  g.nodes.push_back(output_node("Relu", {"a"}, {"r"}));
+  g.nodes.push_back(output_node("Fancy", {"r"}, {"y"}));
+  g.nodes.back().domain = "com.acme";
   return m;
 }
 
@@ -184,8 +163,7 @@ TEST(InfoCli, MalformedNodeIsOneLineError) {
 }
 
 TEST(InfoCli, RealModel) {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  const fs::path file = fs::path(env && *env ? env : PTQ_TEST_DATA) / "models" / "resnet18.onnx";
+  const fs::path file = ptq::testing::test_models_dir() / "resnet18.onnx";
   ASSERT_TRUE(fs::exists(file)) << file << " is missing: run scripts/make-testdata.sh";
   auto model = onnx::load_model(file);
   ASSERT_TRUE(model) << model.status().message();

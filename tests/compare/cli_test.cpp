@@ -225,7 +225,7 @@ TEST_F(CompareCli, TheJumpMarkerLandsOnTheTensorWithABadScaleAndTheReportDrawsIt
   auto r = run_ptq({"report", damaged.string(), "--trace", trace_file.string(), "-o", html.string(),
                     "--no-graph"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string page = read_text(html);
+  const std::string page = read_file(html);
   EXPECT_NE(page.find("id=\"trace\""), std::string::npos);
   EXPECT_NE(page.find("<polyline"), std::string::npos);
   EXPECT_NE(page.find("class=\"jump\""), std::string::npos);
@@ -237,7 +237,7 @@ TEST_F(CompareCli, TheJumpMarkerLandsOnTheTensorWithABadScaleAndTheReportDrawsIt
                "--no-graph"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("expected a \"tensors\" array"), std::string::npos) << r.err;
-  EXPECT_NE(read_text(html).find("id=\"trace\""), std::string::npos);  // the page is kept
+  EXPECT_NE(read_file(html).find("id=\"trace\""), std::string::npos);  // the page is kept
 }
 
 TEST_F(CompareCli, TheGateSetsTheExitCodeAfterPrintingTheResult) {

@@ -15,11 +15,6 @@
 
 namespace ptq::test {
 
-fs::path test_data_dir() {
-  if (const char* env = std::getenv("PTQ_TEST_DATA"); env != nullptr && *env != '\0') return env;
-  return PTQ_TEST_DATA;
-}
-
 Expected<ir::Tensor> read_pb(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return invalid_input("{}: cannot open", path.string());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/paths.h"
 #include "ptq/ir.h"
 #include "ptq/status.h"
 
@@ -16,7 +17,8 @@ namespace ptq::test {
 
 namespace fs = std::filesystem;
 
-fs::path test_data_dir();
+using ptq::testing::test_data_dir;
+
 // The case folders, sorted; empty when the test data is missing.
 std::vector<fs::path> node_cases();
 // A case's test_data_set_* folders, sorted.

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "ptq/data.h"
 #include "ptq/ir.h"
 
@@ -16,18 +17,7 @@ namespace ptq::data::test {
 namespace fs = std::filesystem;
 
 // A fresh folder, removed with everything in it when the object dies.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(std::string_view name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
+using ptq::testing::TempDir;
 
 std::string read_bytes(const fs::path& path);
 void write_bytes(const fs::path& path, std::string_view bytes);

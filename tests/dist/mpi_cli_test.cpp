@@ -12,21 +12,17 @@
 #include <vector>
 
 #include "cli/run_ptq.h"
+#include "common/files.h"
 #include "ptq/data.h"
 
 namespace {
+
+using ptq::testing::read_file;
 
 namespace fs = std::filesystem;
 using ptq::testing::PtqResult;
 using ptq::testing::run_program;
 using ptq::testing::run_ptq;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string example(const std::string& file) {
   return std::string(PTQ_SOURCE_DIR) + "/examples/" + file;
@@ -85,8 +81,9 @@ TEST_F(MpiCli, CalibrationCacheIsByteIdenticalForAnyRankCount) {
       const std::string out = path(method + "_" + std::to_string(ranks) + ".json");
       const PtqResult r = mpirun(ranks, calibrate_args(out, method));
       ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-      EXPECT_EQ(slurp(out), slurp(alone)) << method << " on " << ranks << " ranks";
-      EXPECT_EQ(slurp(out + ".cache"), slurp(alone + ".cache")) << method << " on " << ranks;
+      EXPECT_EQ(read_file(out), read_file(alone)) << method << " on " << ranks << " ranks";
+      EXPECT_EQ(read_file(out + ".cache"), read_file(alone + ".cache"))
+          << method << " on " << ranks;
     }
   }
 }
@@ -105,13 +102,13 @@ TEST_F(MpiCli, QuantizeWritesTheSameModelAsOneProcess) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   const PtqResult r = mpirun(2, args(path("two.onnx")));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(slurp(path("two.onnx")), slurp(path("alone.onnx")));
-  EXPECT_EQ(slurp(path("two.calib.json")), slurp(path("alone.calib.json")));
+  EXPECT_EQ(read_file(path("two.onnx")), read_file(path("alone.onnx")));
+  EXPECT_EQ(read_file(path("two.calib.json")), read_file(path("alone.calib.json")));
 }
 
 // The report without its wall times.
 nlohmann::json scores(const std::string& file) {
-  nlohmann::json j = nlohmann::json::parse(slurp(file));
+  nlohmann::json j = nlohmann::json::parse(read_file(file));
   for (const char* k :
        {"sweep_seconds", "float_pass_seconds", "sweep_cpu_seconds", "float_pass_cpu_seconds"}) {
     j.erase(k);
@@ -154,7 +151,7 @@ TEST_F(MpiCli, SensitivitySweepEqualsOneProcess) {
       ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
       EXPECT_EQ(scores(path(stem + ".json")), scores(path("alone_" + mode + ".json")))
           << mode << " on " << ranks << " ranks";
-      EXPECT_EQ(slurp(path(stem + ".onnx")), slurp(path("alone_" + mode + ".onnx")));
+      EXPECT_EQ(read_file(path(stem + ".onnx")), read_file(path("alone_" + mode + ".onnx")));
     }
   }
 }

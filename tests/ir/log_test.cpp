@@ -8,17 +8,13 @@
 #include <sstream>
 #include <string>
 
+#include "common/files.h"
 #include "ptq/util/log.h"
 
 namespace ptq::log {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using ptq::testing::read_file;
 
 TEST(Log, LevelsParseAndNameThemselves) {
   for (Level l : {Level::kError, Level::kWarning, Level::kInfo, Level::kDebug}) {
@@ -51,7 +47,8 @@ TEST(Log, FileReceivesTheMessagesTheLevelShows) {
   ASSERT_TRUE(set_file("").is_ok());  // closes it
   set_program("ptq");
   set_level(Level::kInfo);
-  EXPECT_EQ(slurp(path), "ptq: warning: conv1 clips 3%\nptq: debug: shown\ntool: error: last\n");
+  EXPECT_EQ(read_file(path),
+            "ptq: warning: conv1 clips 3%\nptq: debug: shown\ntool: error: last\n");
   std::filesystem::remove(path);
 
   auto missing = set_file("/nonexistent-dir/x.log");

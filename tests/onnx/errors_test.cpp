@@ -14,7 +14,7 @@ namespace {
 
 // Loads `proto` from a file in `dir` and returns the error (the test fails if it loads).
 Status load_error(const TempDir& dir, const ::onnx::ModelProto& proto) {
-  write_bytes(dir / "m.onnx", proto.SerializeAsString());
+  write_file(dir / "m.onnx", proto.SerializeAsString());
   auto m = po::load_model(dir / "m.onnx");
   EXPECT_FALSE(m.has_value());
   return m.has_value() ? Status{} : m.status();
@@ -40,11 +40,11 @@ TEST(Errors, MissingFile) {
 
 TEST(Errors, NotAProtobuf) {
   TempDir dir;
-  write_bytes(dir / "m.onnx", std::string("\xff\xff\xff\xff garbage \x00\x01", 16));
+  write_file(dir / "m.onnx", std::string("\xff\xff\xff\xff garbage \x00\x01", 16));
   auto m = po::load_model(dir / "m.onnx");
   ASSERT_FALSE(m);
   expect_error(m.status(), {"m.onnx", "not an ONNX model"});
-  write_bytes(dir / "empty.onnx", "");
+  write_file(dir / "empty.onnx", "");
   auto e = po::load_model(dir / "empty.onnx");
   ASSERT_FALSE(e);
   expect_error(e.status(), {"empty.onnx", "not an ONNX model"});
@@ -65,7 +65,7 @@ TEST(Errors, TruncatedAtEveryLength) {
     }
   }
   TempDir dir;
-  write_bytes(dir / "m.onnx", bytes.substr(0, bytes.size() / 2));
+  write_file(dir / "m.onnx", bytes.substr(0, bytes.size() / 2));
   auto half = po::load_model(dir / "m.onnx");
   ASSERT_FALSE(half);
   expect_error(half.status(), {"m.onnx"});
@@ -168,12 +168,12 @@ TEST(Errors, ExternalDataMissingOrShort) {
   kv("length", "16");
   expect_error(load_error(dir, m), {"w.bin", "initializer 'w'", "not found"});
 
-  write_bytes(dir / "w.bin", std::string(20, 'a'));  // needs 8 + 16 = 24
+  write_file(dir / "w.bin", std::string(20, 'a'));  // needs 8 + 16 = 24
   expect_error(load_error(dir, m),
                {"w.bin", "too short", "initializer 'w'", "offset 8", "length 16", "20"});
 
   t->mutable_external_data(2)->set_value("12");  // length does not match float[4]
-  write_bytes(dir / "w.bin", std::string(64, 'a'));
+  write_file(dir / "w.bin", std::string(64, 'a'));
   expect_error(load_error(dir, m), {"initializer 'w'", "12 bytes", "need 16"});
 
   t->mutable_external_data(2)->set_value("16");
@@ -183,7 +183,7 @@ TEST(Errors, ExternalDataMissingOrShort) {
   expect_error(load_error(dir, m), {"initializer 'w'", "/etc/passwd"});
 
   t->mutable_external_data(0)->set_value("w.bin");
-  write_bytes(dir / "m.onnx", m.SerializeAsString());
+  write_file(dir / "m.onnx", m.SerializeAsString());
   auto ok = po::load_model(dir / "m.onnx");
   ASSERT_TRUE(ok) << ok.status().message();
   EXPECT_EQ(ok->graph.initializer("w")->size(), 4);
@@ -199,7 +199,7 @@ TEST(Errors, UnsupportedIrVersion) {
   for (int64_t v : {3, 9, 10}) {
     ::onnx::ModelProto m = relu_model();
     m.set_ir_version(v);
-    write_bytes(dir / "m.onnx", m.SerializeAsString());
+    write_file(dir / "m.onnx", m.SerializeAsString());
     EXPECT_TRUE(po::load_model(dir / "m.onnx")) << v;
   }
 }

@@ -26,8 +26,8 @@ ir::Model add_model(int64_t n) {
       {"y",
        {ir::DType::kFloat32, std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(n)}, {}},
        {}});
-  m.graph.set_initializer("w", random_tensor(ir::DType::kFloat32, {n}, 7));
-  m.graph.set_initializer("small", random_tensor(ir::DType::kInt8, {4}, 8));
+  m.graph.set_initializer("w", random_bytes_tensor(ir::DType::kFloat32, {n}, 7));
+  m.graph.set_initializer("small", random_bytes_tensor(ir::DType::kInt8, {4}, 8));
   ir::Node add;
   add.op_type = "Add";
   add.inputs = {"x", "w"};
@@ -61,8 +61,8 @@ TEST(ExternalData, ReadsHandMadeFiles) {
   blob.append(reinterpret_cast<const char*>(a), sizeof(a));
   const int64_t b_offset = static_cast<int64_t>(blob.size());
   blob.append(reinterpret_cast<const char*>(b), sizeof(b));
-  write_bytes(dir / "weights" / "all.bin", blob);
-  write_bytes(dir / "c.bin", std::string("\x01\x02", 2));
+  write_file(dir / "weights" / "all.bin", blob);
+  write_file(dir / "c.bin", std::string("\x01\x02", 2));
 
   ::onnx::ModelProto m = relu_model();
   auto* g = m.mutable_graph();
@@ -76,7 +76,7 @@ TEST(ExternalData, ReadsHandMadeFiles) {
   add_external(add("a", TP::FLOAT, 3), "weights/all.bin", 5, sizeof(a));
   add_external(add("b", TP::INT64, 2), "weights/all.bin", b_offset, -1);
   add_external(add("c", TP::UINT8, 2), "c.bin", -1, -1);
-  write_bytes(dir / "m.onnx", m.SerializeAsString());
+  write_file(dir / "m.onnx", m.SerializeAsString());
 
   auto model = po::load_model(dir / "m.onnx");
   ASSERT_TRUE(model) << model.status().message();

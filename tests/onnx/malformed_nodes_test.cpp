@@ -33,7 +33,7 @@ Status load_error(const fs::path& file, const po::LoadOptions& options = {}) {
 
 Status load_error(const TempDir& dir, const ::onnx::ModelProto& proto,
                   const po::LoadOptions& options = {}) {
-  write_bytes(dir / "m.onnx", proto.SerializeAsString());
+  write_file(dir / "m.onnx", proto.SerializeAsString());
   return load_error(dir / "m.onnx", options);
 }
 
@@ -198,7 +198,7 @@ TEST(MalformedNodes, UnknownAndCustomOpsPassUnchecked) {
   auto* o = m.add_opset_import();
   o->set_domain("com.example");
   o->set_version(1);
-  write_bytes(dir / "m.onnx", m.SerializeAsString());
+  write_file(dir / "m.onnx", m.SerializeAsString());
   auto loaded = po::load_model(dir / "m.onnx");
   ASSERT_TRUE(loaded) << loaded.status().message();
   EXPECT_EQ(loaded->graph.nodes.size(), 3u);

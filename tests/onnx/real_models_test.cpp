@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "common/paths.h"
 #include "test_util.h"
 
 using namespace ptq;
@@ -13,10 +14,7 @@ namespace po = ptq::onnx;
 
 namespace {
 
-fs::path test_data() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return env && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA);
-}
+using ptq::testing::test_data_dir;
 
 // load -> save -> load: same ir model, and the saved file equals the original once both keep
 // tensors as raw_data.
@@ -49,9 +47,9 @@ class ExportedModel : public ::testing::TestWithParam<const char*> {};
 }  // namespace
 
 TEST_P(ExportedModel, RoundTrip) {
-  const fs::path file = test_data() / "models" / (std::string(GetParam()) + ".onnx");
+  const fs::path file = test_data_dir() / "models" / (std::string(GetParam()) + ".onnx");
   ASSERT_TRUE(fs::exists(file)) << file << " is missing: run scripts/make-testdata.sh "
-                                << test_data().string();
+                                << test_data_dir().string();
   auto m = po::load_model(file);
   ASSERT_TRUE(m) << m.status().message();
   TempDir dir;
@@ -74,9 +72,9 @@ INSTANTIATE_TEST_SUITE_P(Models, ExportedModel,
                          ::testing::Values("resnet18", "mobilenet_v2", "transformer"));
 
 TEST(BackendNodeModels, AllRoundTrip) {
-  const fs::path root = test_data() / "onnx-backend" / "node";
+  const fs::path root = test_data_dir() / "onnx-backend" / "node";
   ASSERT_TRUE(fs::is_directory(root)) << root << " is missing: run scripts/make-testdata.sh "
-                                      << test_data().string();
+                                      << test_data_dir().string();
   std::vector<fs::path> models;
   for (const auto& e : fs::directory_iterator(root)) {
     if (e.path().filename().string().rfind("test_", 0) == 0 &&

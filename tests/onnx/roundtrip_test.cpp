@@ -31,7 +31,7 @@ ir::Model model_with_all_dtypes() {
   uint32_t seed = 1;
   for (ir::DType t : kAllDtypes) {
     const std::string name = "w_" + std::string(ir::dtype_name(t));
-    m.graph.set_initializer(name, random_tensor(t, {3, 5, 2}, seed++));
+    m.graph.set_initializer(name, random_bytes_tensor(t, {3, 5, 2}, seed++));
     ir::Node n;
     n.op_type = "Identity";
     n.name = "id_" + name;
@@ -316,7 +316,7 @@ TEST(RoundTrip, EveryModelFieldSurvives) {
   ASSERT_TRUE(back) << back.status().message();
   expect_models_eq(*model, *back);
   ASSERT_TRUE(po::save_model(*back, dir / "m2.onnx").is_ok());
-  EXPECT_EQ(read_bytes(dir / "m.onnx"), read_bytes(dir / "m2.onnx"));
+  EXPECT_EQ(read_file(dir / "m.onnx"), read_file(dir / "m2.onnx"));
 }
 
 // An attribute type code this build does not know (a later ONNX's) cannot be interpreted, but
@@ -336,7 +336,7 @@ TEST(RoundTrip, UnknownAttributeTypeCarriedOpaque) {
   EXPECT_EQ(a->type, ir::AttrType::kUndefined);
   TempDir dir;
   ASSERT_TRUE(po::save_model(*model, dir / "m.onnx").is_ok());
-  EXPECT_EQ(read_bytes(dir / "m.onnx"), bytes);
+  EXPECT_EQ(read_file(dir / "m.onnx"), bytes);
 }
 
 // Graph::inferred is filled by shape inference (symbolic dims kept) and never written back.

@@ -1,19 +1,20 @@
-// Helpers for the ptq_onnx tests: temporary folders, random tensors, ir model comparison and a
-// canonical form of ModelProto for comparing a file with its round trip.
+// Helpers for the ptq_onnx tests: ir model comparison and a canonical form of ModelProto for
+// comparing a file with its round trip.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <random>
 #include <string>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/message_differencer.h>
 
+#include "common/files.h"
+#include "common/random.h"
+#include "common/temp_dir.h"
 #include "onnx/onnx_pb.h"
 #include "ptq/ir.h"
 #include "ptq/onnx.h"
@@ -22,29 +23,6 @@
 namespace ptq::testing {
 
 namespace fs = std::filesystem;
-
-// A fresh folder under the test temp dir, removed when the object dies.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::path(::testing::TempDir()) /
-            ("ptq_onnx_" + std::string(info ? info->name() : "x") + "_" +
-             std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 // graph_hash as first written: the whole GraphProto, weights copied in, serialized
 // deterministically and hashed (graph_hash.cpp now streams the same bytes without the copy).
@@ -61,37 +39,10 @@ inline std::string reference_graph_hash(const ir::Model& m) {
   return onnx::sha256_hex(bytes);
 }
 
-inline void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-inline std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 inline ::onnx::ModelProto read_proto(const fs::path& p) {
   ::onnx::ModelProto m;
-  EXPECT_TRUE(m.ParseFromString(read_bytes(p))) << p;
+  EXPECT_TRUE(m.ParseFromString(read_file(p))) << p;
   return m;
-}
-
-// A tensor of `dtype` whose bytes are random (fixed seed); bool gets 0/1, strings random text.
-inline ir::Tensor random_tensor(ir::DType dtype, ir::Shape shape, uint32_t seed) {
-  ir::Tensor t(dtype, std::move(shape));
-  std::mt19937 rng(seed);
-  if (dtype == ir::DType::kString) {
-    for (auto& s : t.strings())
-      s = "s" + std::to_string(rng() % 100000) + std::string(rng() % 5, 'x');
-    return t;
-  }
-  auto* bytes = static_cast<uint8_t*>(t.raw());
-  for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(rng());
-  if (dtype == ir::DType::kBool) {
-    for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] &= 1;
-  }
-  return t;
 }
 
 inline bool same_tensor(const ir::Tensor& a, const ir::Tensor& b) {

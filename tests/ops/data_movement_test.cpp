@@ -83,7 +83,7 @@ TEST(Slice, AttributeFormBeforeOpset10) {
 TEST(Transpose, RandomPermutationsMatchNaive) {
   std::mt19937 rng(12);
   const ir::Shape shape = {2, 3, 4, 5};
-  const ir::Tensor x = random_float(shape, rng);
+  const ir::Tensor x = random_tensor(rng, shape, -2.0f, 2.0f);
   std::vector<int64_t> perm = {0, 1, 2, 3};
   do {
     ir::Shape out(4);

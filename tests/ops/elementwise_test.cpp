@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "elementwise_base.h"  // convert_into
 #include "op_test_util.h"
 
 namespace ptq::test {
@@ -58,8 +59,8 @@ TEST(Elementwise, BinaryBroadcastMatchesNaive) {
   for (const Case& c : cases) {
     for (const ShapePair& p : kPairs) {
       SCOPED_TRACE(fmt::format("{} {} {}", c.op, ir::shape_str(p.a), ir::shape_str(p.b)));
-      ir::Tensor a = random_float(p.a, rng, 0.5f, 2.0f);
-      ir::Tensor b = random_float(p.b, rng, -2.0f, 2.0f);
+      ir::Tensor a = random_tensor(rng, p.a, 0.5f, 2.0f);
+      ir::Tensor b = random_tensor(rng, p.b, -2.0f, 2.0f);
       if (std::string(c.op) == "Div") {
         for (float& v : b.span<float>()) v = v < 0 ? v - 0.5f : v + 0.5f;
       }
@@ -75,8 +76,8 @@ TEST(Elementwise, BinaryBroadcastMatchesNaive) {
 TEST(Elementwise, ComparisonsAndWhereBroadcast) {
   std::mt19937 rng(2);
   for (const ShapePair& p : kPairs) {
-    ir::Tensor a = random_int64(p.a, rng, -3, 3);
-    ir::Tensor b = random_int64(p.b, rng, -3, 3);
+    ir::Tensor a = random_int64(rng, p.a, -3, 3);
+    ir::Tensor b = random_int64(rng, p.b, -3, 3);
     const ir::Tensor eq = run1(op("Equal").build(2), {&a, &b});
     const ir::Tensor lt = run1(op("Less").build(2), {&a, &b});
     const ir::Tensor gt = run1(op("Greater").build(2), {&a, &b});
@@ -96,9 +97,9 @@ TEST(Elementwise, ComparisonsAndWhereBroadcast) {
 
 TEST(Elementwise, VariadicSumMeanMaxBroadcast) {
   std::mt19937 rng(3);
-  const ir::Tensor a = random_float({2, 1, 4}, rng);
-  const ir::Tensor b = random_float({3, 1}, rng);
-  const ir::Tensor c = random_float({4}, rng);
+  const ir::Tensor a = random_tensor(rng, {2, 1, 4}, -2.0f, 2.0f);
+  const ir::Tensor b = random_tensor(rng, {3, 1}, -2.0f, 2.0f);
+  const ir::Tensor c = random_tensor(rng, {4}, -2.0f, 2.0f);
   const ir::Shape out = {2, 3, 4};
   std::vector<double> sum(24), mx(24);
   for (int64_t i = 0; i < 24; ++i) {
@@ -139,8 +140,8 @@ TEST(Elementwise, Int64ArithmeticTruncatesLikeC) {
 
 TEST(Elementwise, HalfPrecisionComputesInFloat) {
   std::mt19937 rng(4);
-  const ir::Tensor a = random_float({3, 5}, rng);
-  const ir::Tensor b = random_float({5}, rng);
+  const ir::Tensor a = random_tensor(rng, {3, 5}, -2.0f, 2.0f);
+  const ir::Tensor b = random_tensor(rng, {5}, -2.0f, 2.0f);
   ir::Tensor ah(ir::DType::kFloat16, a.shape()), bh(ir::DType::kFloat16, b.shape());
   runtime::cpu::convert_into(a, ah, 1);
   runtime::cpu::convert_into(b, bh, 1);
@@ -155,7 +156,7 @@ TEST(Elementwise, HalfPrecisionComputesInFloat) {
 
 TEST(Activation, FormulasMatchFloat64) {
   std::mt19937 rng(5);
-  const ir::Tensor x = random_float({257}, rng, -6.0f, 6.0f);
+  const ir::Tensor x = random_tensor(rng, {257}, -6.0f, 6.0f);
   struct Case {
     ir::Node node;
     double (*f)(double);
@@ -202,7 +203,7 @@ TEST(Activation, FormulasMatchFloat64) {
 // the infinities and NaN give what libm's formula gives.
 TEST(Activation, SigmoidFamilyAcrossFloatRange) {
   std::mt19937 rng(6);
-  const ir::Tensor x = random_float({1000}, rng, -100.0f, 100.0f);
+  const ir::Tensor x = random_tensor(rng, {1000}, -100.0f, 100.0f);
   static const double pi = 3.14159265358979323846;
   const std::pair<ir::Node, double (*)(double)> cases[] = {
       {op("Sigmoid").build(1), [](double v) { return 1 / (1 + std::exp(-v)); }},
@@ -219,7 +220,7 @@ TEST(Activation, SigmoidFamilyAcrossFloatRange) {
     expect_close(run1(node, {&x}, node.op_type == "Swish" ? 24 : 20), want, x.shape(), 1e-5, 1e-6);
   }
   constexpr float inf = std::numeric_limits<float>::infinity();
-  ir::Tensor ends = random_float({3}, rng, 0.0f, 1.0f);
+  ir::Tensor ends = random_tensor(rng, {3}, 0.0f, 1.0f);
   ends.data<float>()[0] = inf;
   ends.data<float>()[1] = -inf;
   ends.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
@@ -277,8 +278,8 @@ TEST(Activation, ClipBoundsFromAttributesOrInputs) {
 
 TEST(Elementwise, PReluBroadcastsSlopePerChannel) {
   std::mt19937 rng(6);
-  const ir::Tensor x = random_float({2, 3, 4, 4}, rng);
-  const ir::Tensor slope = random_float({3, 1, 1}, rng, 0.0f, 0.5f);
+  const ir::Tensor x = random_tensor(rng, {2, 3, 4, 4}, -2.0f, 2.0f);
+  const ir::Tensor slope = random_tensor(rng, {3, 1, 1}, 0.0f, 0.5f);
   const auto want =
       naive_binary(x, slope, x.shape(), [](double v, double s) { return v < 0 ? s * v : v; });
   expect_close(run1(op("PRelu").build(2), {&x, &slope}), want, x.shape());

@@ -9,11 +9,11 @@ namespace {
 TEST(Gather, NegativeIndicesOnEveryAxisMatchNaive) {
   std::mt19937 rng(21);
   const ir::Shape shape = {3, 4, 5};
-  const ir::Tensor x = random_float(shape, rng);
+  const ir::Tensor x = random_tensor(rng, shape, -2.0f, 2.0f);
   for (int64_t axis = -3; axis < 3; ++axis) {
     const int64_t a = axis < 0 ? axis + 3 : axis;
     const int64_t dim = shape[static_cast<size_t>(a)];
-    const ir::Tensor idx = random_int64({2, 3}, rng, -dim, dim - 1);
+    const ir::Tensor idx = random_int64(rng, {2, 3}, -dim, dim - 1);
     const ir::Tensor y = run1(op("Gather").i("axis", axis).build(2), {&x, &idx});
     ir::Shape out(shape.begin(), shape.begin() + a);
     out.push_back(2);
@@ -52,7 +52,7 @@ TEST(Gather, ElementsAlongAxisWithNegativeIndices) {
 // x [N, C, H, W] → reshape to [N, C * H * W] with the shape computed by int64 ops.
 TEST(ShapeChain, ShapeGatherConcatReshape) {
   std::mt19937 rng(22);
-  const ir::Tensor x = random_float({2, 3, 4, 5}, rng);
+  const ir::Tensor x = random_tensor(rng, {2, 3, 4, 5}, -2.0f, 2.0f);
   const ir::Tensor shape = run1(op("Shape").build(1), {&x});
   ASSERT_EQ(shape.dtype(), ir::DType::kInt64);
   const ir::Tensor zero = ir::make_tensor<int64_t>({}, {0});

@@ -1,5 +1,5 @@
-// Helpers for the per-op kernel tests: build a node, run its CPU kernel directly (no executor),
-// and make random tensors with a fixed seed.
+// Helpers for the per-op kernel tests: run a node's CPU kernel directly (no executor) on
+// NaN-poisoned outputs, and compare with float64 references.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,64 +7,23 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "elementwise_base.h"
+#include "common/node_builder.h"
+#include "common/poisoned.h"
+#include "common/random.h"
 #include "ptq/ir.h"
 #include "ptq/runtime.h"
 #include "registry.h"
 
 namespace ptq::test {
 
-// A node under construction: `op("Slice").ints("axes", {0}).build(3)`.
-class NodeBuilder {
- public:
-  explicit NodeBuilder(std::string op_type) {
-    node_.name = op_type;
-    node_.op_type = std::move(op_type);
-  }
-  NodeBuilder& i(const std::string& name, int64_t v) {
-    return add(name, ir::AttrType::kInt, [&](ir::Attribute& a) { a.i = v; });
-  }
-  NodeBuilder& f(const std::string& name, float v) {
-    return add(name, ir::AttrType::kFloat, [&](ir::Attribute& a) { a.f = v; });
-  }
-  NodeBuilder& s(const std::string& name, std::string v) {
-    return add(name, ir::AttrType::kString, [&](ir::Attribute& a) { a.s = v; });
-  }
-  NodeBuilder& ints(const std::string& name, std::vector<int64_t> v) {
-    return add(name, ir::AttrType::kInts, [&](ir::Attribute& a) { a.ints = v; });
-  }
-  NodeBuilder& t(const std::string& name, ir::Tensor v) {
-    return add(name, ir::AttrType::kTensor, [&](ir::Attribute& a) { a.t = v; });
-  }
-  // Inputs named in0..in{n-1} ("" where `present` says omitted), outputs out0..out{m-1}.
-  ir::Node build(size_t inputs, size_t outputs = 1) const {
-    ir::Node n = node_;
-    for (size_t k = 0; k < inputs; ++k) n.inputs.push_back(fmt::format("in{}", k));
-    for (size_t k = 0; k < outputs; ++k) n.outputs.push_back(fmt::format("out{}", k));
-    return n;
-  }
-
- private:
-  template <typename F>
-  NodeBuilder& add(const std::string& name, ir::AttrType type, F set) {
-    ir::Attribute a;
-    a.name = name;
-    a.type = type;
-    set(a);
-    node_.set_attr(std::move(a));
-    return *this;
-  }
-  ir::Node node_;
-};
-
-inline NodeBuilder op(std::string op_type) { return NodeBuilder(std::move(op_type)); }
+using ptq::testing::op;
+using ptq::testing::random_floats;
+using ptq::testing::random_int64;
+using ptq::testing::random_tensor;
 
 // Runs node's kernel on `inputs` (null = omitted) and returns its outputs.
 inline Expected<std::vector<ir::Tensor>> run_op(const ir::Node& node,
@@ -75,7 +34,7 @@ inline Expected<std::vector<ir::Tensor>> run_op(const ir::Node& node,
   runtime::KernelContext ctx{node, opset, threads, nullptr};
   PTQ_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Kernel> kernel, factory(ctx));
   std::vector<ir::Tensor> outputs(node.outputs.size());
-  runtime::cpu::OwnedAllocator alloc;
+  ptq::testing::PoisonAllocator alloc;
   PTQ_RETURN_IF_ERROR(kernel->run(inputs, outputs, alloc));
   return outputs;
 }
@@ -89,21 +48,6 @@ inline ir::Tensor run1(const ir::Node& node, std::vector<const ir::Tensor*> inpu
   return std::move((*r)[0]);
 }
 
-inline ir::Tensor random_float(const ir::Shape& shape, std::mt19937& rng, float lo = -2.0f,
-                               float hi = 2.0f) {
-  ir::Tensor t(ir::DType::kFloat32, shape);
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (float& v : t.span<float>()) v = d(rng);
-  return t;
-}
-
-inline std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = d(rng);
-  return v;
-}
-
 // The L2 norms of got - want and of want, summed in float64.
 inline std::pair<double, double> l2_error_and_norm(const std::vector<float>& got,
                                                    const std::vector<float>& want) {
@@ -113,13 +57,6 @@ inline std::pair<double, double> l2_error_and_norm(const std::vector<float>& got
     norm += want[k] * double(want[k]);
   }
   return {std::sqrt(err), std::sqrt(norm)};
-}
-
-inline ir::Tensor random_int64(const ir::Shape& shape, std::mt19937& rng, int64_t lo, int64_t hi) {
-  ir::Tensor t(ir::DType::kInt64, shape);
-  std::uniform_int_distribution<int64_t> d(lo, hi);
-  for (int64_t& v : t.span<int64_t>()) v = d(rng);
-  return t;
 }
 
 inline ir::Tensor int64s(std::vector<int64_t> v) {

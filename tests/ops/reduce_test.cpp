@@ -34,7 +34,7 @@ std::vector<double> naive_reduce(const ir::Tensor& x, const std::vector<bool>& r
 TEST(Reduce, RandomAxesMatchNaive) {
   std::mt19937 rng(41);
   const ir::Shape shape = {3, 4, 5, 2};
-  const ir::Tensor x = random_float(shape, rng, 0.1f, 2.0f);
+  const ir::Tensor x = random_tensor(rng, shape, 0.1f, 2.0f);
   struct Case {
     const char* op;
     double init;
@@ -89,7 +89,7 @@ TEST(Reduce, RandomAxesMatchNaive) {
 TEST(Reduce, MiddleAxesMatchNaiveOnAnyThreadCount) {
   std::mt19937 rng(42);
   const ir::Shape shape = {3, 16, 5, 24};
-  const ir::Tensor x = random_float(shape, rng, -2.0f, 2.0f);
+  const ir::Tensor x = random_tensor(rng, shape, -2.0f, 2.0f);
   const std::vector<std::vector<int64_t>> axes_sets = {{1}, {1, 2}, {2}, {0, 1}};
   for (const auto& axes : axes_sets) {
     std::vector<bool> red(4, false);
@@ -163,7 +163,7 @@ TEST(TopK, SortedWithStableTies) {
 TEST(TopK, RandomMatchesSortReference) {
   std::mt19937 rng(42);
   // Few distinct values so that ties are common.
-  ir::Tensor x = random_int64({4, 9, 3}, rng, 0, 4);
+  ir::Tensor x = random_int64(rng, {4, 9, 3}, 0, 4);
   const ir::Tensor xf = run1(op("Cast").i("to", 1).build(1), {&x});
   for (int largest = 0; largest < 2; ++largest) {
     const ir::Tensor k = int64s({5});

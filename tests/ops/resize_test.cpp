@@ -64,7 +64,7 @@ std::vector<double> reference(const ir::Tensor& x, int64_t oh, int64_t ow, doubl
 
 TEST(Resize, NearestAndLinearEveryCoordinateModeMatchReference) {
   std::mt19937 rng(31);
-  const ir::Tensor x = random_float({1, 2, 4, 5}, rng);
+  const ir::Tensor x = random_tensor(rng, {1, 2, 4, 5}, -2.0f, 2.0f);
   const char* coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
                           "tf_half_pixel_for_nn"};
   const char* nearest_modes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
@@ -109,7 +109,7 @@ TEST(Resize, Opset10UsesScalesInputAndAsymmetricCoordinates) {
 
 TEST(Resize, Opset18AxesAndAspectRatioPolicy) {
   std::mt19937 rng(32);
-  const ir::Tensor x = random_float({1, 1, 4, 6}, rng);
+  const ir::Tensor x = random_tensor(rng, {1, 1, 4, 6}, -2.0f, 2.0f);
   const ir::Tensor sizes = int64s({8, 8});
   // not_larger: one scale min(8/4, 8/6) = 4/3 for both axes → [5, 8].
   const ir::Node node = op("Resize").s("mode", "linear").ints("axes", {2, 3})

@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "cli/run_ptq.h"
+#include "common/ort_runner.h"
+#include "common/paths.h"
 #include "ptq/data.h"
 #include "ptq/metrics.h"
 #include "ptq/onnx.h"
@@ -20,30 +22,16 @@
 namespace ptq {
 namespace {
 
+using ptq::testing::scratch_dir;
+using ptq::testing::test_data_dir;
+
 namespace fs = std::filesystem;
 using ptq::testing::run_ptq;
 
-fs::path test_data() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return env != nullptr && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA);
-}
-
-fs::path scratch() {
-  fs::path dir = fs::path(PTQ_BINARY_DIR) / "test-scratch" / "einsum_model";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 // ORT on all 8 samples in one batch, with every graph optimization.
 void run_ort(const fs::path& model, const fs::path& samples, const fs::path& out) {
-  const std::string cmd =
-      fmt::format("node '{}/tests/ort_crosscheck/ort_outputs.js' '{}' '{}' 8 8 '{}' all 2>&1",
-                  PTQ_SOURCE_DIR, model.string(), samples.string(), out.string());
-  ASSERT_EQ(std::system(cmd.c_str()), 0)
-      << "ONNX Runtime (node + third_party/ort/node_modules/onnxruntime-node) failed or is "
-         "missing (scripts/install-deps.sh installs it): "
-      << cmd;
+  testing::run_ort_script("ort_crosscheck/ort_outputs.js",
+                          {model.string(), samples.string(), "8", "8", out.string(), "all"});
 }
 
 void run_ours(const fs::path& model, const fs::path& samples, const fs::path& out) {
@@ -65,11 +53,11 @@ metrics::Agreement agreement(const fs::path& ours, const fs::path& theirs) {
 }
 
 TEST(EinsumModel, RunsAsOnnxRuntimeCalibratesAndQuantizes) {
-  const fs::path model = test_data() / "models" / "einsum_attention.onnx";
-  const fs::path samples = test_data() / "models" / "einsum_attention.samples.npy";
+  const fs::path model = test_data_dir() / "models" / "einsum_attention.onnx";
+  const fs::path samples = test_data_dir() / "models" / "einsum_attention.samples.npy";
   ASSERT_TRUE(fs::exists(model) && fs::exists(samples))
-      << model << " is missing: run scripts/make-testdata.sh " << test_data();
-  const fs::path work = scratch();
+      << model << " is missing: run scripts/make-testdata.sh " << test_data_dir();
+  const fs::path work = scratch_dir({"einsum_model"});
   run_ours(model, samples, work / "ptq");
   run_ort(model, samples, work / "ort");
   const metrics::Agreement f = agreement(work / "ptq", work / "ort");

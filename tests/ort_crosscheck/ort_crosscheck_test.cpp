@@ -49,6 +49,8 @@
 #include <fmt/format.h>
 
 #include "cli/run_ptq.h"
+#include "common/ort_runner.h"
+#include "common/paths.h"
 #include "ptq/data.h"
 #include "ptq/metrics.h"
 #include "ptq/onnx.h"
@@ -56,31 +58,18 @@
 namespace ptq {
 namespace {
 
+using ptq::testing::scratch_dir;
+using ptq::testing::test_data_dir;
+
 namespace fs = std::filesystem;
 using ptq::testing::run_ptq;
-
-fs::path test_data() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return env != nullptr && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA);
-}
-
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::path(PTQ_BINARY_DIR) / "test-scratch" / "ort_crosscheck" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 // Runs ORT on the first `count` samples, `batch` per run, at the given optimization level.
 void run_ort(const fs::path& model, const fs::path& samples, int count, int batch,
              const fs::path& out, const std::string& level) {
-  const std::string cmd = fmt::format(
-      "node '{}/tests/ort_crosscheck/ort_outputs.js' '{}' '{}' {} {} '{}' {} 2>&1", PTQ_SOURCE_DIR,
-      model.string(), samples.string(), count, batch, out.string(), level);
-  const int rc = std::system(cmd.c_str());
-  ASSERT_EQ(rc, 0) << "ONNX Runtime (node + third_party/ort/node_modules/onnxruntime-node) failed "
-                      "or is missing (scripts/install-deps.sh installs it): "
-                   << cmd;
+  testing::run_ort_script("ort_crosscheck/ort_outputs.js",
+                          {model.string(), samples.string(), std::to_string(count),
+                           std::to_string(batch), out.string(), level});
 }
 
 // File name `ptq run` and ort_outputs.js give an output (characters other than [A-Za-z0-9._-]
@@ -191,13 +180,13 @@ void expect_outputs_agree(const std::vector<std::string>& outputs, const fs::pat
 }
 
 void crosscheck(const std::string& model, const std::string& calib, const std::string& target) {
-  const fs::path dir = test_data() / "models";
+  const fs::path dir = test_data_dir() / "models";
   const fs::path float_model = dir / (model + ".onnx");
   const fs::path calib_data = dir / (model + "." + calib + ".npy");
   const fs::path samples = dir / (model + ".samples.npy");
   ASSERT_TRUE(fs::exists(float_model) && fs::exists(calib_data) && fs::exists(samples))
-      << float_model << " or its data is missing: run scripts/make-testdata.sh " << test_data();
-  const fs::path work = scratch(model + "-" + target);
+      << float_model << " or its data is missing: run scripts/make-testdata.sh " << test_data_dir();
+  const fs::path work = scratch_dir({"ort_crosscheck", model + "-" + target});
   const fs::path q = work / "q.onnx";
   std::vector<std::string> args = {"quantize", float_model.string(), "--data", calib_data.string(),
                                    "--samples", "8", "--batch", "4", "--method", "entropy",

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/random.h"
 #include "ptq/calib_cache.h"
 #include "ptq/ir.h"
 #include "ptq/ir/builders.h"
@@ -25,6 +26,12 @@ class Builder {
   ir::Graph& g() { return model.graph; }
 
   void input(const std::string& name, ir::Shape shape) { g().inputs.push_back(info(name, shape)); }
+  // An input with symbolic dims among its dims.
+  void input_dims(const std::string& name, std::vector<ir::Dim> dims) {
+    ir::ValueInfo v = info(name, {});
+    v.type.dims = std::move(dims);
+    g().inputs.push_back(std::move(v));
+  }
   // Outputs without a shape are fine for the planner; onnx::checker wants one (checker_test).
   void output(const std::string& name, ir::Shape shape = {}) {
     g().outputs.push_back(info(name, shape));
@@ -49,10 +56,7 @@ class Builder {
   }
 
   ir::Tensor random_tensor(ir::Shape shape, float sd) {
-    std::normal_distribution<float> dist(0.0f, sd);
-    ir::Tensor t(ir::DType::kFloat32, shape);
-    for (float& v : t.span<float>()) v = dist(rng_);
-    return t;
+    return ptq::testing::normal_tensor(rng_, std::move(shape), sd);
   }
 
   ir::Node& node(const std::string& op, const std::string& name, std::vector<std::string> in,

@@ -16,11 +16,7 @@ namespace {
 //      attn/ctx ─► o ─► attn/out (MatMul Wo) ─► y
 Builder attention() {
   Builder b;
-  ir::ValueInfo x;
-  x.name = "x";
-  x.type.dtype = ir::DType::kFloat32;
-  x.type.dims = std::vector<ir::Dim>{ir::Dim::of(1), ir::Dim::symbol("seq"), ir::Dim::of(16)};
-  b.g().inputs.push_back(x);
+  b.input_dims("x", {ir::Dim::of(1), ir::Dim::symbol("seq"), ir::Dim::of(16)});
   for (const char* w : {"q", "k", "v"}) {
     b.node("MatMul", std::string("attn/") + w, {"x", b.weight(std::string("W") + w, {16, 16})},
            {w});
@@ -30,7 +26,7 @@ Builder attention() {
   Builder::set_int(b.node("Softmax", "attn/softmax", {"s"}, {"p"}), "axis", -1);
   b.node("MatMul", "attn/ctx", {"p", "v"}, {"o"});
   b.node("MatMul", "attn/out", {"o", b.weight("Wo", {16, 16})}, {"y"});
-  ir::ValueInfo y = x;
+  ir::ValueInfo y = b.g().inputs[0];  // x's type
   y.name = "y";
   b.g().outputs.push_back(y);
   return b;

@@ -7,12 +7,15 @@
 #include <cmath>
 #include <map>
 
+#include "common/files.h"
 #include "ptq/calib_cache.h"
 #include "ptq/onnx.h"
 #include "quantize_test_util.h"
 
 namespace ptq::quantize_testing {
 namespace {
+
+using ptq::testing::read_file;
 
 // One calibrated quantization shared by the tests of a process (entropy calibration, 64
 // samples): ctest runs each test alone, so each pays for it once (about a second).
@@ -66,7 +69,7 @@ TEST_F(Quantize, WithDataWritesCheckedModelMetadataAndCache) {
   ASSERT_TRUE(fs::exists(cache));
   ASSERT_TRUE(fs::exists(shared("q.cache")));
   ASSERT_NE(m.metadata("ptqkit.cache_hash"), nullptr);
-  EXPECT_EQ(*m.metadata("ptqkit.cache_hash"), onnx::sha256_hex(read_text(cache)));
+  EXPECT_EQ(*m.metadata("ptqkit.cache_hash"), onnx::sha256_hex(read_file(cache)));
   ASSERT_NE(m.metadata("ptqkit.method"), nullptr);
   EXPECT_EQ(*m.metadata("ptqkit.method"), "entropy");
   ASSERT_NE(m.metadata("ptqkit.version"), nullptr);
@@ -114,7 +117,7 @@ TEST_F(Quantize, FromJsonCacheIsTheSameModel) {
   // No cache warning (missing or unknown names); the clipping warning is the model's own.
   EXPECT_EQ(r.err.find("cache"), std::string::npos) << r.err;
   // Same table, same plan: the same bytes (the metadata's cache hash included).
-  EXPECT_EQ(read_text(out), read_text(shared("q.onnx")));
+  EXPECT_EQ(read_file(out), read_file(shared("q.onnx")));
   EXPECT_FALSE(fs::exists(dir / "from_cache.calib.json"));  // --cache writes no cache by default
 }
 

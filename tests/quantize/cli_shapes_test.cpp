@@ -6,6 +6,8 @@
 
 #include <random>
 
+#include "common/files.h"
+#include "common/paths.h"
 #include "ptq/calib_cache.h"
 #include "ptq/data.h"
 #include "ptq/onnx.h"
@@ -13,6 +15,8 @@
 
 namespace ptq::quantize_testing {
 namespace {
+
+using ptq::testing::read_file;
 
 ir::ValueInfo tensor_info(const std::string& name, std::vector<ir::Dim> dims) {
   ir::ValueInfo v;
@@ -151,7 +155,7 @@ TEST_F(DynamicShapes, TrtexecShapeSyntaxMatchesTheOriginal) {
     auto r = run_ptq({"quantize", model(), "--cache", path("c.cache"), flag, "x:1x1x16", "-o",
                       path("t1.onnx"), "--quiet"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(read_text(path("t1.onnx")), read_text(path("t0.onnx"))) << flag;
+    EXPECT_EQ(read_file(path("t1.onnx")), read_file(path("t0.onnx"))) << flag;
   }
   auto list = run_ptq({"quantize", model(), "--cache", path("c.cache"), "--input-shape",
                        "x:1x8x16,z:1x2", "-o", path("t2.onnx")});
@@ -228,9 +232,7 @@ TEST_F(DynamicShapes, BadInputShapesAreClearErrors) {
 // The exported transformer: its attention MatMuls read Reshapes of computed shapes that shape
 // inference cannot follow, so their M and N are measured by one run on the bound shapes.
 TEST(DynamicShapesTransformer, DimsInferenceCannotFollowAreMeasured) {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  const fs::path model =
-      fs::path(env && *env ? env : PTQ_TEST_DATA) / "models" / "transformer.onnx";
+  const fs::path model = ptq::testing::test_models_dir() / "transformer.onnx";
   const ir::Model float_model = load(model);
   calib::CalibrationTable table;
   table.method = "minmax";

@@ -15,45 +15,33 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_ptq.h"
+#include "common/files.h"
+#include "common/paths.h"
 #include "ptq/data.h"
 #include "ptq/onnx.h"
 
 namespace ptq::quantize_testing {
 
 namespace fs = std::filesystem;
+using ptq::testing::calib_npy;
+using ptq::testing::example_dir;
+using ptq::testing::example_model;
+using ptq::testing::read_file;
 using ptq::testing::run_ptq;
-
-inline fs::path example_dir() { return fs::path(PTQ_SOURCE_DIR) / "examples"; }
-inline std::string example_model() { return (example_dir() / "fashion_cnn.onnx").string(); }
-inline std::string calib_npy() { return (example_dir() / "data" / "calib.npy").string(); }
-inline std::string test_npy() { return (example_dir() / "data" / "test.npy").string(); }
-inline std::string test_labels() { return (example_dir() / "data" / "test_labels.npy").string(); }
+using ptq::testing::test_labels;
+using ptq::testing::test_npy;
 
 // A fresh folder under the build tree named after the running test.
 inline fs::path scratch_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(PTQ_BINARY_DIR) / "test-scratch" / "quantize" /
-                 (std::string(info->test_suite_name()) + "." + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return ptq::testing::scratch_dir(
+      {"quantize", std::string(info->test_suite_name()) + "." + info->name()});
 }
 
 // A folder private to this test process (ctest runs every test in a process of its own, in
 // parallel), removed by the fixture that made it.
 inline fs::path process_dir(const std::string& name) {
-  fs::path dir = fs::path(PTQ_BINARY_DIR) / "test-scratch" / "quantize" /
-                 (name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-inline std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return ptq::testing::scratch_dir({"quantize", name + "-" + std::to_string(::getpid())});
 }
 
 inline int64_t count_op(const ir::Model& m, std::string_view op) {

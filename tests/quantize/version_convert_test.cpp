@@ -28,11 +28,6 @@ ir::ValueInfo value(const std::string& name, ir::DType dtype,
 
 using ir::int_attr;
 
-ir::Node node(const std::string& op, const std::string& name, std::vector<std::string> in,
-              std::vector<std::string> out) {
-  return ir::make_node(op, name, std::move(in), std::move(out));
-}
-
 ir::Model opset11_model() {
   ir::Model m;
   m.ir_version = 6;
@@ -44,22 +39,22 @@ ir::Model opset11_model() {
   g.name = "coerced";
   g.inputs.push_back(value("x", ir::DType::kFloat32, std::vector<D>{D::of(2), D::of(3), D::of(4)}));
   g.inputs.push_back(value("shape", ir::DType::kInt64, std::vector<D>{D::symbol("")}));
-  g.nodes.push_back(node("Softmax", "soft", {"x"}, {"y_soft"}));
-  ir::Node unsq = node("Unsqueeze", "unsq", {"y_soft"}, {"y_unsq"});
+  g.nodes.push_back(ir::make_node("Softmax", "soft", {"x"}, {"y_soft"}));
+  ir::Node unsq = ir::make_node("Unsqueeze", "unsq", {"y_soft"}, {"y_unsq"});
   ir::Attribute axes;
   axes.name = "axes";
   axes.type = ir::AttrType::kInts;
   axes.ints = {0};
   unsq.attributes.push_back(axes);
   g.nodes.push_back(unsq);
-  ir::Node log = node("LogSoftmax", "log", {"x"}, {"y_log"});
+  ir::Node log = ir::make_node("LogSoftmax", "log", {"x"}, {"y_log"});
   log.attributes.push_back(int_attr("axis", -1));
   g.nodes.push_back(log);
-  ir::Node hard = node("Hardmax", "hard", {"x"}, {"y_hard"});
+  ir::Node hard = ir::make_node("Hardmax", "hard", {"x"}, {"y_hard"});
   hard.attributes.push_back(int_attr("axis", 0));
   g.nodes.push_back(hard);
-  g.nodes.push_back(node("Reshape", "reshape", {"x", "shape"}, {"r"}));
-  ir::Node dyn = node("Softmax", "dyn", {"r"}, {"y_dyn"});
+  g.nodes.push_back(ir::make_node("Reshape", "reshape", {"x", "shape"}, {"r"}));
+  ir::Node dyn = ir::make_node("Softmax", "dyn", {"r"}, {"y_dyn"});
   dyn.attributes.push_back(int_attr("axis", 2));
   g.nodes.push_back(dyn);
   // The checker wants a shape on graph outputs; y_dyn's dims are unknown.
@@ -164,7 +159,7 @@ TEST(ConvertOpset, SameOpsetIsANoOp) {
 
 TEST(ConvertOpset, ConverterFailureIsOneLineError) {
   ir::Model m = opset11_model();
-  m.graph.nodes.push_back(node("NoSuchOp", "bogus", {"x"}, {"z"}));
+  m.graph.nodes.push_back(ir::make_node("NoSuchOp", "bogus", {"x"}, {"z"}));
   Status s = convert_opset(m, 13);
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.code(), StatusCode::kInvalidInput);

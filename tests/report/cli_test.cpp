@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/run_ptq.h"
+#include "common/files.h"
 #include "model_util.h"
 #include "ptq/onnx.h"
 #include "ptq/report.h"
@@ -16,17 +17,12 @@
 namespace ptq::report {
 namespace {
 
+using ptq::testing::read_file;
+
 namespace fs = std::filesystem;
 using ptq::testing::run_ptq;
 using testing::load_test_model;
 using testing::made_up_table;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 class ReportCli : public ::testing::Test {
  protected:
@@ -103,13 +99,13 @@ TEST_F(ReportCli, ReportWritesHtmlDotAndSvg) {
                     (dir_ / "resnet18.int8.onnx").string(), "--eval-json", eval.string(), "-o",
                     html.string(), "--dot", dot.string(), "--svg", svg.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string page = slurp(html);
+  const std::string page = read_file(html);
   EXPECT_NE(page.find("Variants side by side"), std::string::npos);
   EXPECT_NE(page.find("small-conv"), std::string::npos);
   EXPECT_NE(page.find("0.75"), std::string::npos) << "eval figures matched by model name";
   EXPECT_NE(page.find("<svg"), std::string::npos);
-  EXPECT_EQ(slurp(dot).rfind("digraph model {", 0), 0u);
-  EXPECT_NE(slurp(svg).find("<svg"), std::string::npos);
+  EXPECT_EQ(read_file(dot).rfind("digraph model {", 0), 0u);
+  EXPECT_NE(read_file(svg).find("<svg"), std::string::npos);
   auto usage = run_ptq({"report", (dir_ / "resnet18.all.onnx").string()});
   EXPECT_EQ(usage.exit_code, 2) << usage.err;
 }
@@ -122,7 +118,7 @@ TEST_F(ReportCli, CacheConvertFromQdq) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto r2 = run_ptq({"cache", "convert", "--from-qdq", model, "-o", trt.string()});
   ASSERT_EQ(r2.exit_code, 0) << r2.err;
-  EXPECT_EQ(slurp(trt).rfind("TRT-8601-EntropyCalibration2\n", 0), 0u) << slurp(trt);
+  EXPECT_EQ(read_file(trt).rfind("TRT-8601-EntropyCalibration2\n", 0), 0u) << read_file(trt);
   auto table = calib::read_cache(json);
   ASSERT_TRUE(table.has_value()) << table.status().message();
   auto loaded = onnx::load_model(model);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/files.h"
 #include "model_util.h"
 #include "qdq_builder.h"
 #include "ptq/report.h"
@@ -18,16 +19,11 @@
 namespace ptq::report {
 namespace {
 
+using ptq::testing::read_file;
+
 namespace fs = std::filesystem;
 using testing::load_test_model;
 using testing::made_up_table;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 class HtmlReport : public ::testing::Test {
  protected:
@@ -116,8 +112,8 @@ TEST_F(HtmlReport, OpensInChromiumWithEverySection) {
 
   const fs::path dom_file = dir_ / "dom.html";
   ASSERT_EQ(chromium("--dump-dom 'file://" + page.string() + "'", dom_file), 0)
-      << slurp(dir_ / "chromium.err");
-  const std::string dom = slurp(dom_file);
+      << read_file(dir_ / "chromium.err");
+  const std::string dom = read_file(dom_file);
   for (const char* text : {"ptq report: resnet18.all.int8.onnx",
                            "Summary",
                            "weighted ops in INT8",
@@ -153,9 +149,9 @@ TEST_F(HtmlReport, OpensInChromiumWithEverySection) {
                          page.string() + "'",
                      dir_ / "shot.out"),
             0)
-      << slurp(dir_ / "chromium.err");
+      << read_file(dir_ / "chromium.err");
   ASSERT_TRUE(fs::exists(png));
-  const std::string bytes = slurp(png);
+  const std::string bytes = read_file(png);
   ASSERT_GT(bytes.size(), 24u);
   EXPECT_EQ(bytes.substr(1, 3), "PNG");
   auto be32 = [&](size_t at) {

@@ -8,19 +8,15 @@
 #include <random>
 #include <string>
 
+#include "common/paths.h"
 #include "ptq/calib_cache.h"
 #include "ptq/onnx.h"
 #include "ptq/planner.h"
 
 namespace ptq::report::testing {
 
-inline std::filesystem::path test_data_dir() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return std::filesystem::path(env && *env ? env : PTQ_TEST_DATA);
-}
-
 inline std::filesystem::path test_model_path(const std::string& name) {
-  return test_data_dir() / "models" / (name + ".onnx");
+  return ptq::testing::test_models_dir() / (name + ".onnx");
 }
 
 // Loads a test model; a missing file fails the test loudly (run scripts/make-testdata.sh).

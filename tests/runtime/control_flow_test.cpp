@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/files.h"
 #include "ptq/ir/builders.h"
 #include "ptq/ir/subgraph.h"
 #include "ptq/onnx.h"
@@ -14,6 +15,8 @@
 
 namespace ptq {
 namespace {
+
+using ptq::testing::read_file;
 
 namespace fs = std::filesystem;
 
@@ -68,13 +71,6 @@ ir::Model if_loop_model(ir::Graph body = loop_body()) {
   return m;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 fs::path temp_path(const std::string& name) {
   return fs::path(::testing::TempDir()) / ("ptq_control_flow_" + name);
 }
@@ -96,7 +92,7 @@ TEST(ControlFlow, IfAndLoopRoundTripThroughTheWriterAndRun) {
   EXPECT_FALSE(body->opaque.empty());
   // Read back, the attributes are written from their bytes: a second round trip is exact.
   ASSERT_TRUE(onnx::save_model(*loaded, second).is_ok());
-  EXPECT_EQ(slurp(first), slurp(second));
+  EXPECT_EQ(read_file(first), read_file(second));
   const Status checked = onnx::check_model(*loaded);
   EXPECT_TRUE(checked.is_ok()) << checked.message();
 

@@ -8,11 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include "common/node_builder.h"
 #include "pool_allocator.h"
 #include "ptq/runtime.h"
 
 namespace ptq::runtime {
 namespace {
+
+using ptq::testing::op_node;
 
 using ir::DType;
 
@@ -102,15 +105,6 @@ ir::ValueInfo float_input(std::string name, std::vector<ir::Dim> dims) {
   return v;
 }
 
-ir::Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
-  ir::Node n;
-  n.op_type = op;
-  n.name = op + "_" + out[0];
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
-
 ir::Model model_with(std::vector<ir::Node> nodes, std::vector<std::string> outputs) {
   ir::Model m;
   m.set_opset("", 17);
@@ -137,8 +131,8 @@ std::unique_ptr<Executor> make(const ir::Model& m, Backend& b, ExecutorOptions o
 //   x -> Inc -> a -> Inc -> b -> Inc -> c (output)
 TEST(Executor, ChainReusesBuffersAndPeaksAtTwoActivations) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"a"}, {"b"}),
-                            node("Inc", {"b"}, {"c"})},
+  ir::Model m = model_with({op_node("Inc", {"x"}, {"a"}), op_node("Inc", {"a"}, {"b"}),
+                            op_node("Inc", {"b"}, {"c"})},
                            {"c"});
   auto exec = make(m, backend);
   auto out = exec->run(input_x(2));
@@ -157,7 +151,7 @@ TEST(Executor, ChainReusesBuffersAndPeaksAtTwoActivations) {
 // The output is a copy that outlives the executor.
 TEST(Executor, OutputsAreOwned) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("View", {"a"}, {"v"})}, {"v"});
+  ir::Model m = model_with({op_node("Inc", {"x"}, {"a"}), op_node("View", {"a"}, {"v"})}, {"v"});
   NamedTensors result;
   {
     auto exec = make(m, backend);
@@ -174,7 +168,8 @@ TEST(Executor, OutputsAreOwned) {
 // one of another shape, a borrowed one or none gets fresh storage.
 TEST(Executor, RunReusingWritesIntoSpentOutputsThatFit) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"a"}, {"b"})}, {"a", "b"});
+  ir::Model m =
+      model_with({op_node("Inc", {"x"}, {"a"}), op_node("Inc", {"a"}, {"b"})}, {"a", "b"});
   auto exec = make(m, backend);
   auto first = exec->run(input_x(1));
   ASSERT_TRUE(first.has_value());
@@ -210,9 +205,9 @@ TEST(Executor, RunReusingWritesIntoSpentOutputsThatFit) {
 // on it and corrupt v.
 TEST(Executor, ViewKeepsItsBufferAlive) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("View", {"a"}, {"v"}),
-                            node("Scratch", {"x"}, {"b"}), node("Inc", {"b"}, {"c"}),
-                            node("Inc", {"v"}, {"d"})},
+  ir::Model m = model_with({op_node("Inc", {"x"}, {"a"}), op_node("View", {"a"}, {"v"}),
+                            op_node("Scratch", {"x"}, {"b"}), op_node("Inc", {"b"}, {"c"}),
+                            op_node("Inc", {"v"}, {"d"})},
                            {"d", "c"});
   auto exec = make(m, backend);
   auto out = exec->run(input_x(1, 10.0f));
@@ -228,9 +223,9 @@ TEST(Executor, ViewKeepsItsBufferAlive) {
 // batch size gets its own plan in the same arena without disturbing the results.
 TEST(Executor, PlannedArenaKeepsResultsAcrossRunsAndShapes) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("View", {"a"}, {"v"}),
-                            node("Scratch", {"x"}, {"b"}), node("Inc", {"b"}, {"c"}),
-                            node("Inc", {"v"}, {"d"})},
+  ir::Model m = model_with({op_node("Inc", {"x"}, {"a"}), op_node("View", {"a"}, {"v"}),
+                            op_node("Scratch", {"x"}, {"b"}), op_node("Inc", {"b"}, {"c"}),
+                            op_node("Inc", {"v"}, {"d"})},
                            {"d", "c"});
   auto exec = make(m, backend);
   std::vector<int64_t> pool;
@@ -273,8 +268,8 @@ TEST(PoolAllocator, RecordingRunReusesDeadBuffersOfTheirSize) {
 // Scratch buffers go back to the pool; an unconsumed second output is freed at once.
 TEST(Executor, ScratchAndUnusedOutputsAreReturned) {
   TestBackend backend;
-  ir::Model m = model_with({node("Scratch", {"x"}, {"a"}), node("Two", {"a"}, {"b", "unused"}),
-                            node("Inc", {"b"}, {"c"})},
+  ir::Model m = model_with({op_node("Scratch", {"x"}, {"a"}),
+                            op_node("Two", {"a"}, {"b", "unused"}), op_node("Inc", {"b"}, {"c"})},
                            {"c"});
   auto exec = make(m, backend);
   auto out = exec->run(input_x(4));
@@ -287,7 +282,7 @@ TEST(Executor, ScratchAndUnusedOutputsAreReturned) {
 // Nodes listed out of order run in dependency order; initializers are passed in place.
 TEST(Executor, TopologicalOrderAndBorrowedInitializers) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"b"}, {"c"}), node("Peek", {"w"}, {"b"})}, {"c"});
+  ir::Model m = model_with({op_node("Inc", {"b"}, {"c"}), op_node("Peek", {"w"}, {"b"})}, {"c"});
   m.graph.nodes[1].inputs = {"w"};
   m.graph.set_initializer("w", ir::make_tensor<float>({2}, {5, 6}));
   m.graph.inputs.clear();
@@ -309,26 +304,27 @@ TEST(Executor, BrokenGraphsFailNamingTheFault) {
     ASSERT_FALSE(exec.has_value()) << what;
     EXPECT_NE(exec.status().message().find(what), std::string::npos) << exec.status().message();
   };
-  fails_with(model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"x"}, {"a"})}, {"a"}),
+  fails_with(model_with({op_node("Inc", {"x"}, {"a"}), op_node("Inc", {"x"}, {"a"})}, {"a"}),
              "two producers");
-  fails_with(model_with({node("Inc", {"x"}, {"a"}), node("Inc", {"a"}, {"x"})}, {"a"}),
+  fails_with(model_with({op_node("Inc", {"x"}, {"a"}), op_node("Inc", {"a"}, {"x"})}, {"a"}),
              "two producers");
-  fails_with(model_with({node("Inc", {"b"}, {"a"}), node("Inc", {"a"}, {"b"})}, {"a"}), "cycle");
-  fails_with(model_with({node("Inc", {"x"}, {"a"})}, {"z"}), "'z' is produced by no node");
+  fails_with(model_with({op_node("Inc", {"b"}, {"a"}), op_node("Inc", {"a"}, {"b"})}, {"a"}),
+             "cycle");
+  fails_with(model_with({op_node("Inc", {"x"}, {"a"})}, {"z"}), "'z' is produced by no node");
 }
 
 // A Constant node is no step: its value is made once, when the plan is, and every run reads
 // that one tensor (the test backend makes no Constant kernel: `created` counts the others).
 TEST(Executor, ConstantNodeValuesAreHeldLikeInitializers) {
   TestBackend backend;
-  ir::Node constant = node("Constant", {}, {"w"});
+  ir::Node constant = op_node("Constant", {}, {"w"});
   ir::Attribute value;
   value.name = "value";
   value.type = ir::AttrType::kTensor;
   value.t = ir::make_tensor<float>({2}, {5, 6});
   constant.attributes.push_back(value);
   ir::Model m =
-      model_with({node("Inc", {"b"}, {"c"}), node("Peek", {"w"}, {"b"}), constant}, {"c"});
+      model_with({op_node("Inc", {"b"}, {"c"}), op_node("Peek", {"w"}, {"b"}), constant}, {"c"});
   m.graph.inputs.clear();
   auto exec = make(m, backend, {.optimize = false});  // not folded: the kernels see `w`
   EXPECT_EQ(backend.created, 2);
@@ -368,8 +364,8 @@ class Recorder final : public Observer {
 
 TEST(Executor, ObserversSeeWantedValuesInOrderAndAreAskedOnce) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("View", {"a"}, {"v"}),
-                            node("Inc", {"v"}, {"b"})},
+  ir::Model m = model_with({op_node("Inc", {"x"}, {"a"}), op_node("View", {"a"}, {"v"}),
+                            op_node("Inc", {"v"}, {"b"})},
                            {"b"});
   auto exec = make(m, backend);
   Recorder r1({"b", "x", "v"}), r2({"a"});
@@ -396,8 +392,8 @@ TEST(Executor, ObserversSeeWantedValuesInOrderAndAreAskedOnce) {
 
 TEST(Executor, UnsupportedOpsAreListedTogether) {
   TestBackend backend;
-  ir::Model m = model_with({node("Zeta", {"x"}, {"a"}), node("Inc", {"a"}, {"b"}),
-                            node("Alpha", {"b"}, {"c"}), node("Zeta", {"c"}, {"d"})},
+  ir::Model m = model_with({op_node("Zeta", {"x"}, {"a"}), op_node("Inc", {"a"}, {"b"}),
+                            op_node("Alpha", {"b"}, {"c"}), op_node("Zeta", {"c"}, {"d"})},
                            {"d"});
   EXPECT_EQ(unsupported_ops(m, backend), (std::vector<std::string>{"Alpha", "Zeta"}));
   auto e = Executor::create(m, backend);
@@ -408,7 +404,7 @@ TEST(Executor, UnsupportedOpsAreListedTogether) {
 
 TEST(Executor, InputValidationNamesTheInputAndShapes) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"x"}, {"a"})}, {"a"});
+  ir::Model m = model_with({op_node("Inc", {"x"}, {"a"})}, {"a"});
   auto exec = make(m, backend);
   auto expect_error = [&](const NamedTensors& in, std::vector<std::string> parts) {
     auto r = exec->run(in);
@@ -436,7 +432,7 @@ TEST(Executor, InputValidationNamesTheInputAndShapes) {
 
 TEST(Executor, KernelErrorsNameTheNodeAndLeaveTheExecutorUsable) {
   TestBackend backend;
-  ir::Model m = model_with({node("Inc", {"x"}, {"a"}), node("Fail", {"a"}, {"b"})}, {"b"});
+  ir::Model m = model_with({op_node("Inc", {"x"}, {"a"}), op_node("Fail", {"a"}, {"b"})}, {"b"});
   auto exec = make(m, backend);
   for (int i = 0; i < 2; ++i) {
     auto r = exec->run(input_x(1));

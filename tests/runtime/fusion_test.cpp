@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/model_builder.h"
+#include "common/paths.h"
 #include "kernel_harness.h"
 #include "npy_lite.h"
 #include "ptq/onnx.h"
@@ -19,36 +21,19 @@
 namespace ptq::runtime::testing {
 namespace {
 
+using ptq::testing::op_node;
+using ptq::testing::test_data_dir;
+using ptq::testing::value_info;
+
 namespace fs = std::filesystem;
 using ir::DType;
-
-ir::ValueInfo value(std::string name, std::vector<int64_t> dims) {
-  ir::ValueInfo v;
-  v.name = std::move(name);
-  v.type.dtype = DType::kFloat32;
-  std::vector<ir::Dim> d;
-  for (int64_t n : dims) d.push_back(ir::Dim::of(n));
-  v.type.dims = std::move(d);
-  return v;
-}
-
-ir::Node op(std::string type, std::vector<std::string> in, std::string out,
-            std::vector<ir::Attribute> attrs = {}) {
-  ir::Node n;
-  n.op_type = std::move(type);
-  n.name = n.op_type + "_" + out;
-  n.inputs = std::move(in);
-  n.outputs = {std::move(out)};
-  n.attributes = std::move(attrs);
-  return n;
-}
 
 // A model with input x [shape] and the given outputs; nodes and initializers are added after.
 ir::Model model(std::vector<int64_t> shape, std::vector<std::string> outputs, int64_t opset = 13) {
   ir::Model m;
   m.set_opset("", opset);
-  m.graph.inputs.push_back(value("x", std::move(shape)));
-  for (auto& o : outputs) m.graph.outputs.push_back(value(o, {}));
+  m.graph.inputs.push_back(value_info("x", std::move(shape)));
+  for (auto& o : outputs) m.graph.outputs.push_back(value_info(o, {}));
   return m;
 }
 
@@ -57,9 +42,10 @@ void add_conv(ir::Model& m, std::mt19937& rng, const std::string& in, const std:
               int64_t c, int64_t mo, int64_t k, int64_t group = 1, int64_t stride = 1) {
   m.graph.set_initializer(out + "_w", random_tensor(rng, {mo, c / group, k, k}));
   m.graph.set_initializer(out + "_b", random_tensor(rng, {mo}));
-  m.graph.nodes.push_back(op("Conv", {in, out + "_w", out + "_b"}, out,
-                             {attr_ints("pads", {k / 2, k / 2, k / 2, k / 2}),
-                              attr_ints("strides", {stride, stride}), attr_int("group", group)}));
+  m.graph.nodes.push_back(
+      op_node("Conv", {in, out + "_w", out + "_b"}, {out},
+              {attr_ints("pads", {k / 2, k / 2, k / 2, k / 2}),
+               attr_ints("strides", {stride, stride}), attr_int("group", group)}));
 }
 
 NamedTensors input(std::mt19937& rng, ir::Shape shape, bool with_nan = true) {
@@ -107,7 +93,7 @@ TEST(Fusion, ConvRelu) {
   std::mt19937 rng(1);
   ir::Model m = model({1, 3, 9, 9}, {"y"});
   add_conv(m, rng, "x", "c", 3, 5, 3);
-  m.graph.nodes.push_back(op("Relu", {"c"}, "y"));
+  m.graph.nodes.push_back(op_node("Relu", {"c"}, {"y"}));
   check(m, input(rng, {1, 3, 9, 9}), 1);
 }
 
@@ -118,16 +104,16 @@ TEST(Fusion, ConvClipWithInitializerAndConstantBounds) {
   add_conv(m, rng, "x", "c1", 4, 6, 1);
   m.graph.set_initializer("lo", ir::make_tensor<float>({}, {-0.25f}));
   m.graph.set_initializer("hi", ir::make_tensor<float>({}, {0.5f}));
-  m.graph.nodes.push_back(op("Clip", {"c1", "lo", "hi"}, "a"));
+  m.graph.nodes.push_back(op_node("Clip", {"c1", "lo", "hi"}, {"a"}));
   add_conv(m, rng, "a", "c2", 6, 6, 3, 1, 2);
   ir::Attribute v0, v6;
   v0.name = v6.name = "value";
   v0.type = v6.type = ir::AttrType::kTensor;
   v0.t = ir::make_tensor<float>({}, {0.0f});
   v6.t = ir::make_tensor<float>({}, {0.125f});
-  m.graph.nodes.push_back(op("Constant", {}, "k0", {v0}));
-  m.graph.nodes.push_back(op("Constant", {}, "k6", {v6}));
-  m.graph.nodes.push_back(op("Clip", {"c2", "k0", "k6"}, "y"));
+  m.graph.nodes.push_back(op_node("Constant", {}, {"k0"}, {v0}));
+  m.graph.nodes.push_back(op_node("Constant", {}, {"k6"}, {v6}));
+  m.graph.nodes.push_back(op_node("Clip", {"c2", "k0", "k6"}, {"y"}));
   check(m, input(rng, {2, 4, 7, 7}), 2);
 }
 
@@ -137,9 +123,9 @@ TEST(Fusion, ConvClipWithAttributeBounds) {
   ir::Model m = model({1, 2, 6, 6}, {"y"}, 10);
   add_conv(m, rng, "x", "c1", 2, 3, 3);
   m.graph.nodes.push_back(
-      op("Clip", {"c1"}, "a", {attr_float("min", -0.1f), attr_float("max", 0.2f)}));
+      op_node("Clip", {"c1"}, {"a"}, {attr_float("min", -0.1f), attr_float("max", 0.2f)}));
   add_conv(m, rng, "a", "c2", 3, 3, 3);
-  m.graph.nodes.push_back(op("Clip", {"c2"}, "y", {attr_float("max", 0.0f)}));
+  m.graph.nodes.push_back(op_node("Clip", {"c2"}, {"y"}, {attr_float("max", 0.0f)}));
   check(m, input(rng, {1, 2, 6, 6}), 2);
 }
 
@@ -149,11 +135,11 @@ TEST(Fusion, ConvAddReluWithALaterResidual) {
   std::mt19937 rng(4);
   ir::Model m = model({2, 8, 10, 10}, {"y"});
   add_conv(m, rng, "x", "a", 8, 16, 3, 1, 2);
-  m.graph.nodes.push_back(op("Relu", {"a"}, "ar"));
+  m.graph.nodes.push_back(op_node("Relu", {"a"}, {"ar"}));
   add_conv(m, rng, "ar", "b", 16, 16, 3);
   add_conv(m, rng, "x", "r", 8, 16, 1, 1, 2);
-  m.graph.nodes.push_back(op("Add", {"b", "r"}, "s"));
-  m.graph.nodes.push_back(op("Relu", {"s"}, "y"));
+  m.graph.nodes.push_back(op_node("Add", {"b", "r"}, {"s"}));
+  m.graph.nodes.push_back(op_node("Relu", {"s"}, {"y"}));
   // Conv a + Relu, Conv b + Add + Relu (Conv r also reaches the Add; the first head keeps it).
   check(m, input(rng, {2, 8, 10, 10}), 3);
 }
@@ -163,7 +149,7 @@ TEST(Fusion, ConvAddWithInputResidual) {
   std::mt19937 rng(5);
   ir::Model m = model({1, 6, 5, 5}, {"y"});
   add_conv(m, rng, "x", "c", 6, 6, 3);
-  m.graph.nodes.push_back(op("Add", {"x", "c"}, "y"));
+  m.graph.nodes.push_back(op_node("Add", {"x", "c"}, {"y"}));
   check(m, input(rng, {1, 6, 5, 5}), 1);
 }
 
@@ -172,12 +158,12 @@ TEST(Fusion, DepthwiseAddClipAndStridedRelu) {
   std::mt19937 rng(6);
   ir::Model m = model({2, 8, 11, 13}, {"y"});
   add_conv(m, rng, "x", "d1", 8, 8, 3, 8);
-  m.graph.nodes.push_back(op("Add", {"d1", "x"}, "s"));
+  m.graph.nodes.push_back(op_node("Add", {"d1", "x"}, {"s"}));
   m.graph.set_initializer("lo", ir::make_tensor<float>({}, {0.0f}));
   m.graph.set_initializer("hi", ir::make_tensor<float>({}, {0.75f}));
-  m.graph.nodes.push_back(op("Clip", {"s", "lo", "hi"}, "a"));
+  m.graph.nodes.push_back(op_node("Clip", {"s", "lo", "hi"}, {"a"}));
   add_conv(m, rng, "a", "d2", 8, 8, 3, 8, 2);
-  m.graph.nodes.push_back(op("Relu", {"d2"}, "y"));
+  m.graph.nodes.push_back(op_node("Relu", {"d2"}, {"y"}));
   check(m, input(rng, {2, 8, 11, 13}), 3);
 }
 
@@ -185,16 +171,16 @@ TEST(Fusion, DepthwiseAddClipAndStridedRelu) {
 TEST(Fusion, GemmReluAndGemmAddClip) {
   std::mt19937 rng(7);
   ir::Model m = model({3, 8}, {"y"});
-  m.graph.inputs.push_back(value("r", {3, 4}));
+  m.graph.inputs.push_back(value_info("r", {3, 4}));
   m.graph.set_initializer("w1", random_tensor(rng, {8, 5}));
   m.graph.set_initializer("b1", random_tensor(rng, {5}));
   m.graph.set_initializer("w2", random_tensor(rng, {4, 5}));
-  m.graph.nodes.push_back(op("Gemm", {"x", "w1", "b1"}, "g1", {attr_float("alpha", 0.5f)}));
-  m.graph.nodes.push_back(op("Relu", {"g1"}, "a"));
-  m.graph.nodes.push_back(op("Gemm", {"a", "w2"}, "g2", {attr_int("transB", 1)}));
-  m.graph.nodes.push_back(op("Add", {"g2", "r"}, "s"));
+  m.graph.nodes.push_back(op_node("Gemm", {"x", "w1", "b1"}, {"g1"}, {attr_float("alpha", 0.5f)}));
+  m.graph.nodes.push_back(op_node("Relu", {"g1"}, {"a"}));
+  m.graph.nodes.push_back(op_node("Gemm", {"a", "w2"}, {"g2"}, {attr_int("transB", 1)}));
+  m.graph.nodes.push_back(op_node("Add", {"g2", "r"}, {"s"}));
   m.graph.set_initializer("lo", ir::make_tensor<float>({}, {-0.2f}));
-  m.graph.nodes.push_back(op("Clip", {"s", "lo"}, "y"));
+  m.graph.nodes.push_back(op_node("Clip", {"s", "lo"}, {"y"}));
   NamedTensors in = input(rng, {3, 8});
   in.emplace_back("r", random_tensor(rng, {3, 4}));
   check(m, in, 3);
@@ -207,8 +193,8 @@ TEST(Fusion, BroadcastResidualRunsTheNodesApart) {
   ir::Model m = model({1, 4, 6, 6}, {"y"});
   add_conv(m, rng, "x", "c", 4, 4, 3);
   m.graph.set_initializer("r", random_tensor(rng, {1, 4, 1, 1}));
-  m.graph.nodes.push_back(op("Add", {"c", "r"}, "s"));
-  m.graph.nodes.push_back(op("Relu", {"s"}, "y"));
+  m.graph.nodes.push_back(op_node("Add", {"c", "r"}, {"s"}));
+  m.graph.nodes.push_back(op_node("Relu", {"s"}, {"y"}));
   check(m, input(rng, {1, 4, 6, 6}), 0);
 }
 
@@ -217,12 +203,12 @@ TEST(Fusion, SharedOrOutputTensorsAreNotFused) {
   std::mt19937 rng(9);
   ir::Model shared = model({1, 3, 5, 5}, {"y", "z"});
   add_conv(shared, rng, "x", "c", 3, 3, 3);
-  shared.graph.nodes.push_back(op("Relu", {"c"}, "y"));
-  shared.graph.nodes.push_back(op("Sigmoid", {"c"}, "z"));
+  shared.graph.nodes.push_back(op_node("Relu", {"c"}, {"y"}));
+  shared.graph.nodes.push_back(op_node("Sigmoid", {"c"}, {"z"}));
   check(shared, input(rng, {1, 3, 5, 5}), 0);
   ir::Model out = model({1, 3, 5, 5}, {"c", "y"});
   add_conv(out, rng, "x", "c", 3, 3, 3);
-  out.graph.nodes.push_back(op("Relu", {"c"}, "y"));
+  out.graph.nodes.push_back(op_node("Relu", {"c"}, {"y"}));
   check(out, input(rng, {1, 3, 5, 5}), 0);
 }
 
@@ -249,11 +235,11 @@ class Keeper final : public Observer {
 ir::Model residual_block(std::mt19937& rng) {
   ir::Model m = model({1, 4, 8, 8}, {"y"});
   add_conv(m, rng, "x", "a", 4, 8, 3);
-  m.graph.nodes.push_back(op("Relu", {"a"}, "ar"));
+  m.graph.nodes.push_back(op_node("Relu", {"a"}, {"ar"}));
   add_conv(m, rng, "ar", "b", 8, 8, 3);
   add_conv(m, rng, "x", "r", 4, 8, 1);
-  m.graph.nodes.push_back(op("Add", {"b", "r"}, "s"));
-  m.graph.nodes.push_back(op("Relu", {"s"}, "y"));
+  m.graph.nodes.push_back(op_node("Add", {"b", "r"}, {"s"}));
+  m.graph.nodes.push_back(op_node("Relu", {"s"}, {"y"}));
   return m;
 }
 
@@ -340,11 +326,6 @@ TEST(Fusion, ResultsDoNotDependOnThreads) {
 
 // ---- the test models ------------------------------------------------------------------------
 
-fs::path test_data() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return env != nullptr && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA);
-}
-
 // The inputs of every Conv, Gemm and Add: what calibration asks for (quantized ops' inputs).
 std::vector<std::string> calibration_like(const ir::Graph& g) {
   std::vector<std::string> want;
@@ -359,7 +340,7 @@ std::vector<std::string> calibration_like(const ir::Graph& g) {
 // Fused runs of a test model on seeded random input, without observers and with a
 // calibration-like one, give the same bytes (outputs and observed tensors) as an unfused run.
 void check_model(const std::string& name, int64_t fused) {
-  const fs::path path = test_data() / "models" / (name + ".onnx");
+  const fs::path path = test_data_dir() / "models" / (name + ".onnx");
   ASSERT_TRUE(fs::exists(path)) << path << " is missing: run scripts/make-testdata.sh";
   auto m = onnx::load_model(path);
   ASSERT_TRUE(m.has_value()) << m.status().message();

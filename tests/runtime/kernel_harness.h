@@ -4,56 +4,26 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/node_builder.h"
+#include "common/poisoned.h"
+#include "common/random.h"
 #include "ptq/ir.h"
-#include "ptq/ir/builders.h"
 #include "ptq/runtime.h"
 
 namespace ptq::runtime::testing {
 
-// Hands out owned tensors filled with NaN bytes, so an element a kernel forgets to write
-// shows up in every comparison.
-class PoisonAllocator final : public Allocator {
- public:
-  ir::Tensor allocate(ir::DType dtype, const ir::Shape& shape) override {
-    ir::Tensor t(dtype, shape);
-    if (t.nbytes() > 0) std::memset(t.raw(), 0xff, t.nbytes());
-    return t;
-  }
-};
-
-// The kernel tests' names for ir/builders.h's attribute constructors.
-inline ir::Attribute attr_int(std::string name, int64_t v) {
-  return ir::int_attr(std::move(name), v);
-}
-inline ir::Attribute attr_float(std::string name, float v) {
-  return ir::float_attr(std::move(name), v);
-}
-inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) {
-  return ir::ints_attr(std::move(name), std::move(v));
-}
-inline ir::Attribute attr_string(std::string name, std::string v) {
-  return ir::string_attr(std::move(name), std::move(v));
-}
-
-// A node with inputs "i0".."i{n-1}" ("" where `present` says omitted) and outputs "o0"...
-inline ir::Node make_node(std::string op, size_t inputs, size_t outputs,
-                          std::vector<ir::Attribute> attrs = {}) {
-  ir::Node n;
-  n.op_type = std::move(op);
-  n.name = "n";
-  // fmt, not "i" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter.
-  for (size_t i = 0; i < inputs; ++i) n.inputs.push_back(fmt::format("i{}", i));
-  for (size_t i = 0; i < outputs; ++i) n.outputs.push_back(fmt::format("o{}", i));
-  n.attributes = std::move(attrs);
-  return n;
-}
+using ptq::testing::attr_float;
+using ptq::testing::attr_int;
+using ptq::testing::attr_ints;
+using ptq::testing::attr_string;
+using ptq::testing::make_node;
+using ptq::testing::PoisonAllocator;
+using ptq::testing::random_tensor;
 
 // Runs `node` on `inputs` (null = omitted) with `isa`'s kernels. Fails the test on an error
 // and returns {}.
@@ -88,14 +58,6 @@ inline std::string kernel_error(const ir::Node& node, int64_t opset,
   PoisonAllocator alloc;
   Status st = (*kernel)->run(inputs, outs, alloc);
   return st.is_ok() ? "" : st.message();
-}
-
-inline ir::Tensor random_tensor(std::mt19937& rng, ir::Shape shape, float lo = -1.0f,
-                                float hi = 1.0f) {
-  ir::Tensor t(ir::DType::kFloat32, std::move(shape));
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (float& v : t.span<float>()) v = dist(rng);
-  return t;
 }
 
 inline ir::Tensor to_double(const ir::Tensor& t) {

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/ort_runner.h"
+#include "common/paths.h"
 #include "kernel_harness.h"
 #include "npy_lite.h"
 #include "ptq/onnx.h"
@@ -17,23 +19,18 @@
 namespace ptq::runtime::testing {
 namespace {
 
-namespace fs = std::filesystem;
+using ptq::testing::test_data_dir;
 
-fs::path test_data() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return env != nullptr && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA);
-}
+namespace fs = std::filesystem;
 
 // Runs ORT on the first `count` samples; returns the output folder.
 fs::path run_ort(const fs::path& model, const fs::path& samples, int count,
                  const std::string& tag) {
   const fs::path out = fs::path(PTQ_BINARY_DIR) / "ort-out" / tag;
   fs::remove_all(out);
-  const std::string cmd =
-      fmt::format("node '{}/tests/runtime/ort_run.js' '{}' '{}' {} '{}' 1 2>&1", PTQ_SOURCE_DIR,
-                  model.string(), samples.string(), count, out.string());
-  const int rc = std::system(cmd.c_str());
-  EXPECT_EQ(rc, 0) << "ONNX Runtime (node + third_party/ort) failed or is missing: " << cmd;
+  ptq::testing::run_ort_script(
+      "runtime/ort_run.js",
+      {model.string(), samples.string(), std::to_string(count), out.string(), "1"});
   return out;
 }
 
@@ -47,10 +44,11 @@ ir::Tensor first_samples(const ir::Tensor& all, int64_t count) {
 }
 
 void check_model(const std::string& name) {
-  const fs::path dir = test_data() / "models";
+  const fs::path dir = test_data_dir() / "models";
   const fs::path model_path = dir / (name + ".onnx"), samples_path = dir / (name + ".samples.npy");
   ASSERT_TRUE(fs::exists(model_path) && fs::exists(samples_path))
-      << model_path << " or its samples are missing: run scripts/make-testdata.sh " << test_data();
+      << model_path << " or its samples are missing: run scripts/make-testdata.sh "
+      << test_data_dir();
   auto model = onnx::load_model(model_path);
   ASSERT_TRUE(model.has_value()) << model.status().message();
   auto samples = read_npy(samples_path);
@@ -87,7 +85,7 @@ TEST(Models, TransformerMatchesOnnxRuntime) { check_model("transformer"); }
 // to the default level's outputs within float rounding: the levels sum in other orders (other
 // micro-kernel shapes, Winograd only with AVX-512), never other formulas.
 void check_levels(const std::string& name) {
-  const fs::path dir = test_data() / "models";
+  const fs::path dir = test_data_dir() / "models";
   auto model = onnx::load_model(dir / (name + ".onnx"));
   ASSERT_TRUE(model.has_value()) << model.status().message();
   auto samples = read_npy(dir / (name + ".samples.npy"));

@@ -12,6 +12,8 @@
 #include <map>
 #include <random>
 
+#include "common/model_builder.h"
+#include "common/paths.h"
 #include "kernel_harness.h"
 #include "npy_lite.h"
 #include "ptq/onnx.h"
@@ -20,36 +22,19 @@
 namespace ptq::runtime::testing {
 namespace {
 
+using ptq::testing::op_node;
+using ptq::testing::test_data_dir;
+using ptq::testing::value_info;
+
 namespace fs = std::filesystem;
 using ir::DType;
-
-ir::ValueInfo value(std::string name, std::vector<int64_t> dims, DType dtype = DType::kFloat32) {
-  ir::ValueInfo v;
-  v.name = std::move(name);
-  v.type.dtype = dtype;
-  std::vector<ir::Dim> d;
-  for (int64_t n : dims) d.push_back(ir::Dim::of(n));
-  v.type.dims = std::move(d);
-  return v;
-}
-
-ir::Node op(std::string type, std::vector<std::string> in, std::string out,
-            std::vector<ir::Attribute> attrs = {}) {
-  ir::Node n;
-  n.op_type = std::move(type);
-  n.name = n.op_type + "_" + out;
-  n.inputs = std::move(in);
-  n.outputs = {std::move(out)};
-  n.attributes = std::move(attrs);
-  return n;
-}
 
 // A model with input x [shape] and output y; nodes and initializers are added after.
 ir::Model model(std::vector<int64_t> shape, int64_t opset = 13, DType dtype = DType::kFloat32) {
   ir::Model m;
   m.set_opset("", opset);
-  m.graph.inputs.push_back(value("x", shape, dtype));
-  m.graph.outputs.push_back(value("y", {}, dtype));
+  m.graph.inputs.push_back(value_info("x", shape, dtype));
+  m.graph.outputs.push_back(value_info("y", {}, dtype));
   return m;
 }
 
@@ -127,10 +112,10 @@ Result check(const ir::Model& m, const NamedTensors& in, int64_t rewritten, doub
 TEST(Optimizer, PowSquareAndSquareRoot) {
   std::mt19937 rng(1);
   ir::Model m = model({3, 7, 11});
-  m.graph.outputs.push_back(value("z", {}));
-  m.graph.nodes.push_back(op("Pow", {"x", scalar(m, "two", 2.0f)}, "y"));
-  m.graph.nodes.push_back(op("Abs", {"x"}, "a"));
-  m.graph.nodes.push_back(op("Pow", {"a", scalar(m, "half", 0.5f)}, "z"));
+  m.graph.outputs.push_back(value_info("z", {}));
+  m.graph.nodes.push_back(op_node("Pow", {"x", scalar(m, "two", 2.0f)}, {"y"}));
+  m.graph.nodes.push_back(op_node("Abs", {"x"}, {"a"}));
+  m.graph.nodes.push_back(op_node("Pow", {"a", scalar(m, "half", 0.5f)}, {"z"}));
   const NamedTensors in = input(rng, {3, 7, 11});
   const Result r = check(m, in, 2, 1.2e-7);
   expect_formula(
@@ -143,9 +128,9 @@ TEST(Optimizer, PowSquareAndSquareRoot) {
 TEST(Optimizer, OtherPowsStay) {
   std::mt19937 rng(2);
   ir::Model m = model({4, 5});
-  m.graph.outputs.push_back(value("z", {}));
-  m.graph.nodes.push_back(op("Pow", {"x", scalar(m, "three", 3.0f)}, "y"));
-  m.graph.nodes.push_back(op("Pow", {"x", "x"}, "z"));
+  m.graph.outputs.push_back(value_info("z", {}));
+  m.graph.nodes.push_back(op_node("Pow", {"x", scalar(m, "three", 3.0f)}, {"y"}));
+  m.graph.nodes.push_back(op_node("Pow", {"x", "x"}, {"z"}));
   check(m, input(rng, {4, 5}, 0.5f, 2.0f), 0, 0.0);
 }
 
@@ -161,25 +146,25 @@ ir::Model layer_norm_model(std::mt19937& rng, std::vector<int64_t> shape, std::v
                            int affine, bool mul_square) {
   ir::Model m = model(shape);
   const ir::Attribute ax = attr_ints("axes", axes);
-  m.graph.nodes.push_back(op("ReduceMean", {"x"}, "mean", {ax}));
-  m.graph.nodes.push_back(op("Sub", {"x", "mean"}, "d"));
+  m.graph.nodes.push_back(op_node("ReduceMean", {"x"}, {"mean"}, {ax}));
+  m.graph.nodes.push_back(op_node("Sub", {"x", "mean"}, {"d"}));
   if (mul_square) {
-    m.graph.nodes.push_back(op("Mul", {"d", "d"}, "p"));
+    m.graph.nodes.push_back(op_node("Mul", {"d", "d"}, {"p"}));
   } else {
-    m.graph.nodes.push_back(op("Pow", {"d", scalar(m, "two", 2.0f)}, "p"));
+    m.graph.nodes.push_back(op_node("Pow", {"d", scalar(m, "two", 2.0f)}, {"p"}));
   }
-  m.graph.nodes.push_back(op("ReduceMean", {"p"}, "var", {ax}));
-  m.graph.nodes.push_back(op("Add", {"var", scalar(m, "eps", 1e-5f)}, "ve"));
-  m.graph.nodes.push_back(op("Sqrt", {"ve"}, "s"));
-  m.graph.nodes.push_back(op("Div", {"d", "s"}, affine == 0 ? "y" : "n"));
+  m.graph.nodes.push_back(op_node("ReduceMean", {"p"}, {"var"}, {ax}));
+  m.graph.nodes.push_back(op_node("Add", {"var", scalar(m, "eps", 1e-5f)}, {"ve"}));
+  m.graph.nodes.push_back(op_node("Sqrt", {"ve"}, {"s"}));
+  m.graph.nodes.push_back(op_node("Div", {"d", "s"}, {affine == 0 ? "y" : "n"}));
   ir::Shape norm(shape.end() + axes.front(), shape.end());
   if (affine >= 1) {
     m.graph.set_initializer("scale", random_tensor(rng, norm, 0.5f, 1.5f));
-    m.graph.nodes.push_back(op("Mul", {"n", "scale"}, affine == 1 ? "y" : "sc"));
+    m.graph.nodes.push_back(op_node("Mul", {"n", "scale"}, {affine == 1 ? "y" : "sc"}));
   }
   if (affine >= 2) {
     m.graph.set_initializer("bias", random_tensor(rng, norm));
-    m.graph.nodes.push_back(op("Add", {"sc", "bias"}, "y"));
+    m.graph.nodes.push_back(op_node("Add", {"sc", "bias"}, {"y"}));
   }
   return m;
 }
@@ -249,11 +234,11 @@ double gelu_tanh(double v) {
 TEST(Optimizer, GeluErfDivForm) {
   std::mt19937 rng(7);
   ir::Model m = model({4, 33});
-  m.graph.nodes.push_back(op("Div", {"x", scalar(m, "sqrt2", 1.4142135f)}, "t"));
-  m.graph.nodes.push_back(op("Erf", {"t"}, "e"));
-  m.graph.nodes.push_back(op("Add", {"e", scalar(m, "one", 1.0f)}, "a"));
-  m.graph.nodes.push_back(op("Mul", {"x", "a"}, "xa"));
-  m.graph.nodes.push_back(op("Mul", {"xa", scalar(m, "half", 0.5f)}, "y"));
+  m.graph.nodes.push_back(op_node("Div", {"x", scalar(m, "sqrt2", 1.4142135f)}, {"t"}));
+  m.graph.nodes.push_back(op_node("Erf", {"t"}, {"e"}));
+  m.graph.nodes.push_back(op_node("Add", {"e", scalar(m, "one", 1.0f)}, {"a"}));
+  m.graph.nodes.push_back(op_node("Mul", {"x", "a"}, {"xa"}));
+  m.graph.nodes.push_back(op_node("Mul", {"xa", scalar(m, "half", 0.5f)}, {"y"}));
   const NamedTensors in = input(rng, {4, 33});
   const Result r = check(m, in, 5, 1e-6);
   expect_formula(in, r.outputs[0].second, gelu, 1e-6);
@@ -264,11 +249,11 @@ TEST(Optimizer, GeluErfDivForm) {
 TEST(Optimizer, GeluErfMulForm) {
   std::mt19937 rng(8);
   ir::Model m = model({65});
-  m.graph.nodes.push_back(op("Mul", {scalar(m, "rsqrt2", 0.70710677f), "x"}, "t"));
-  m.graph.nodes.push_back(op("Erf", {"t"}, "e"));
-  m.graph.nodes.push_back(op("Add", {scalar(m, "one", 1.0f), "e"}, "a"));
-  m.graph.nodes.push_back(op("Mul", {"x", scalar(m, "half", 0.5f)}, "h"));
-  m.graph.nodes.push_back(op("Mul", {"h", "a"}, "y"));
+  m.graph.nodes.push_back(op_node("Mul", {scalar(m, "rsqrt2", 0.70710677f), "x"}, {"t"}));
+  m.graph.nodes.push_back(op_node("Erf", {"t"}, {"e"}));
+  m.graph.nodes.push_back(op_node("Add", {scalar(m, "one", 1.0f), "e"}, {"a"}));
+  m.graph.nodes.push_back(op_node("Mul", {"x", scalar(m, "half", 0.5f)}, {"h"}));
+  m.graph.nodes.push_back(op_node("Mul", {"h", "a"}, {"y"}));
   const NamedTensors in = input(rng, {65});
   const Result r = check(m, in, 5, 1e-6);
   expect_formula(in, r.outputs[0].second, gelu, 1e-6);
@@ -280,15 +265,15 @@ TEST(Optimizer, GeluErfMulForm) {
 TEST(Optimizer, GeluTanhMulForm) {
   std::mt19937 rng(9);
   ir::Model m = model({3, 20});
-  m.graph.nodes.push_back(op("Mul", {"x", "x"}, "sq"));
-  m.graph.nodes.push_back(op("Mul", {"x", "sq"}, "cube"));
-  m.graph.nodes.push_back(op("Mul", {scalar(m, "kappa", 0.044715f), "cube"}, "kc"));
-  m.graph.nodes.push_back(op("Add", {"x", "kc"}, "s"));
-  m.graph.nodes.push_back(op("Mul", {scalar(m, "beta", 0.7978846f), "s"}, "inner"));
-  m.graph.nodes.push_back(op("Tanh", {"inner"}, "t"));
-  m.graph.nodes.push_back(op("Add", {scalar(m, "one", 1.0f), "t"}, "a"));
-  m.graph.nodes.push_back(op("Mul", {"x", "a"}, "xa"));
-  m.graph.nodes.push_back(op("Mul", {scalar(m, "half", 0.5f), "xa"}, "y"));
+  m.graph.nodes.push_back(op_node("Mul", {"x", "x"}, {"sq"}));
+  m.graph.nodes.push_back(op_node("Mul", {"x", "sq"}, {"cube"}));
+  m.graph.nodes.push_back(op_node("Mul", {scalar(m, "kappa", 0.044715f), "cube"}, {"kc"}));
+  m.graph.nodes.push_back(op_node("Add", {"x", "kc"}, {"s"}));
+  m.graph.nodes.push_back(op_node("Mul", {scalar(m, "beta", 0.7978846f), "s"}, {"inner"}));
+  m.graph.nodes.push_back(op_node("Tanh", {"inner"}, {"t"}));
+  m.graph.nodes.push_back(op_node("Add", {scalar(m, "one", 1.0f), "t"}, {"a"}));
+  m.graph.nodes.push_back(op_node("Mul", {"x", "a"}, {"xa"}));
+  m.graph.nodes.push_back(op_node("Mul", {scalar(m, "half", 0.5f), "xa"}, {"y"}));
   const NamedTensors in = input(rng, {3, 20});
   const Result r = check(m, in, 9, 1e-6);
   expect_formula(in, r.outputs[0].second, gelu_tanh, 1e-6);
@@ -298,14 +283,14 @@ TEST(Optimizer, GeluTanhMulForm) {
 TEST(Optimizer, GeluTanhPowForm) {
   std::mt19937 rng(10);
   ir::Model m = model({2, 31});
-  m.graph.nodes.push_back(op("Mul", {scalar(m, "half", 0.5f), "x"}, "h"));
-  m.graph.nodes.push_back(op("Pow", {"x", scalar(m, "three", 3.0f)}, "cube"));
-  m.graph.nodes.push_back(op("Mul", {"cube", scalar(m, "kappa", 0.044715f)}, "kc"));
-  m.graph.nodes.push_back(op("Add", {"x", "kc"}, "s"));
-  m.graph.nodes.push_back(op("Mul", {"s", scalar(m, "beta", 0.7978846f)}, "inner"));
-  m.graph.nodes.push_back(op("Tanh", {"inner"}, "t"));
-  m.graph.nodes.push_back(op("Add", {"t", scalar(m, "one", 1.0f)}, "a"));
-  m.graph.nodes.push_back(op("Mul", {"h", "a"}, "y"));
+  m.graph.nodes.push_back(op_node("Mul", {scalar(m, "half", 0.5f), "x"}, {"h"}));
+  m.graph.nodes.push_back(op_node("Pow", {"x", scalar(m, "three", 3.0f)}, {"cube"}));
+  m.graph.nodes.push_back(op_node("Mul", {"cube", scalar(m, "kappa", 0.044715f)}, {"kc"}));
+  m.graph.nodes.push_back(op_node("Add", {"x", "kc"}, {"s"}));
+  m.graph.nodes.push_back(op_node("Mul", {"s", scalar(m, "beta", 0.7978846f)}, {"inner"}));
+  m.graph.nodes.push_back(op_node("Tanh", {"inner"}, {"t"}));
+  m.graph.nodes.push_back(op_node("Add", {"t", scalar(m, "one", 1.0f)}, {"a"}));
+  m.graph.nodes.push_back(op_node("Mul", {"h", "a"}, {"y"}));
   const NamedTensors in = input(rng, {2, 31});
   const Result r = check(m, in, 8, 1e-6);
   expect_formula(in, r.outputs[0].second, gelu_tanh, 1e-6);
@@ -320,10 +305,11 @@ double hard_sigmoid(double v) { return std::clamp(v / 6.0 + 0.5, 0.0, 1.0); }
 TEST(Optimizer, HardSwishAddClipMulDiv) {
   std::mt19937 rng(11);
   ir::Model m = model({2, 8, 5, 5});
-  m.graph.nodes.push_back(op("Add", {"x", scalar(m, "three", 3.0f)}, "a"));
-  m.graph.nodes.push_back(op("Clip", {"a", scalar(m, "zero", 0.0f), scalar(m, "six", 6.0f)}, "c"));
-  m.graph.nodes.push_back(op("Mul", {"x", "c"}, "xc"));
-  m.graph.nodes.push_back(op("Div", {"xc", "six"}, "y"));
+  m.graph.nodes.push_back(op_node("Add", {"x", scalar(m, "three", 3.0f)}, {"a"}));
+  m.graph.nodes.push_back(
+      op_node("Clip", {"a", scalar(m, "zero", 0.0f), scalar(m, "six", 6.0f)}, {"c"}));
+  m.graph.nodes.push_back(op_node("Mul", {"x", "c"}, {"xc"}));
+  m.graph.nodes.push_back(op_node("Div", {"xc", "six"}, {"y"}));
   const NamedTensors in = input(rng, {2, 8, 5, 5}, -8.0f, 8.0f);
   const Result r = check(m, in, 4, 2.5e-7);
   expect_formula(in, r.outputs[0].second, hard_swish, 2.5e-7);
@@ -334,15 +320,15 @@ TEST(Optimizer, HardSwishAddClipMulDiv) {
 TEST(Optimizer, HardSwishAndHardSigmoidThroughTheSigmoid) {
   std::mt19937 rng(12);
   ir::Model m = model({3, 17}, 10);
-  m.graph.outputs.push_back(value("z", {}));
+  m.graph.outputs.push_back(value_info("z", {}));
   const std::vector<ir::Attribute> relu6 = {attr_float("min", 0.0f), attr_float("max", 6.0f)};
-  m.graph.nodes.push_back(op("Add", {"x", scalar(m, "three", 3.0f)}, "a"));
-  m.graph.nodes.push_back(op("Clip", {"a"}, "c", relu6));
-  m.graph.nodes.push_back(op("Div", {"c", scalar(m, "six", 6.0f)}, "h"));
-  m.graph.nodes.push_back(op("Mul", {"h", "x"}, "y"));
-  m.graph.nodes.push_back(op("Add", {"x", "three"}, "a2"));
-  m.graph.nodes.push_back(op("Clip", {"a2"}, "c2", relu6));
-  m.graph.nodes.push_back(op("Mul", {"c2", scalar(m, "sixth", 1.0f / 6.0f)}, "z"));
+  m.graph.nodes.push_back(op_node("Add", {"x", scalar(m, "three", 3.0f)}, {"a"}));
+  m.graph.nodes.push_back(op_node("Clip", {"a"}, {"c"}, relu6));
+  m.graph.nodes.push_back(op_node("Div", {"c", scalar(m, "six", 6.0f)}, {"h"}));
+  m.graph.nodes.push_back(op_node("Mul", {"h", "x"}, {"y"}));
+  m.graph.nodes.push_back(op_node("Add", {"x", "three"}, {"a2"}));
+  m.graph.nodes.push_back(op_node("Clip", {"a2"}, {"c2"}, relu6));
+  m.graph.nodes.push_back(op_node("Mul", {"c2", scalar(m, "sixth", 1.0f / 6.0f)}, {"z"}));
   const NamedTensors in = input(rng, {3, 17}, -8.0f, 8.0f);
   const Result r = check(m, in, 7, 2.5e-7);
   expect_formula(in, r.outputs[0].second, hard_swish, 2.5e-7);
@@ -353,9 +339,9 @@ TEST(Optimizer, HardSwishAndHardSigmoidThroughTheSigmoid) {
 TEST(Optimizer, HardSwishFromHardSigmoid) {
   std::mt19937 rng(13);
   ir::Model m = model({40});
-  m.graph.nodes.push_back(
-      op("HardSigmoid", {"x"}, "h", {attr_float("alpha", 1.0f / 6.0f), attr_float("beta", 0.5f)}));
-  m.graph.nodes.push_back(op("Mul", {"x", "h"}, "y"));
+  m.graph.nodes.push_back(op_node("HardSigmoid", {"x"}, {"h"},
+                                  {attr_float("alpha", 1.0f / 6.0f), attr_float("beta", 0.5f)}));
+  m.graph.nodes.push_back(op_node("Mul", {"x", "h"}, {"y"}));
   const NamedTensors in = input(rng, {40}, -8.0f, 8.0f);
   const Result r = check(m, in, 2, 2.5e-7);
   expect_formula(in, r.outputs[0].second, hard_swish, 2.5e-7);
@@ -368,8 +354,8 @@ TEST(Optimizer, HardSwishFromHardSigmoid) {
 TEST(Optimizer, SiluIsBitIdentical) {
   std::mt19937 rng(14);
   ir::Model m = model({5, 41});
-  m.graph.nodes.push_back(op("Sigmoid", {"x"}, "s"));
-  m.graph.nodes.push_back(op("Mul", {"s", "x"}, "y"));
+  m.graph.nodes.push_back(op_node("Sigmoid", {"x"}, {"s"}));
+  m.graph.nodes.push_back(op_node("Mul", {"s", "x"}, {"y"}));
   NamedTensors in = input(rng, {5, 41}, -30.0f, 30.0f);
   float* x = in[0].second.data<float>();
   x[0] = NAN;
@@ -385,9 +371,9 @@ TEST(Optimizer, SiluIsBitIdentical) {
 TEST(Optimizer, MishIsBitIdentical) {
   std::mt19937 rng(15);
   ir::Model m = model({7, 13});
-  m.graph.nodes.push_back(op("Softplus", {"x"}, "sp"));
-  m.graph.nodes.push_back(op("Tanh", {"sp"}, "t"));
-  m.graph.nodes.push_back(op("Mul", {"x", "t"}, "y"));
+  m.graph.nodes.push_back(op_node("Softplus", {"x"}, {"sp"}));
+  m.graph.nodes.push_back(op_node("Tanh", {"sp"}, {"t"}));
+  m.graph.nodes.push_back(op_node("Mul", {"x", "t"}, {"y"}));
   const NamedTensors in = input(rng, {7, 13}, -20.0f, 20.0f);
   const Result r = check(m, in, 3, 0.0);
   expect_formula(
@@ -398,8 +384,8 @@ TEST(Optimizer, MishIsBitIdentical) {
 // The patterns are float32 arithmetic: on float64 data the nodes run as they are.
 TEST(Optimizer, OtherDtypesRunTheNodes) {
   ir::Model m = model({6}, 13, DType::kFloat64);
-  m.graph.nodes.push_back(op("Sigmoid", {"x"}, "s"));
-  m.graph.nodes.push_back(op("Mul", {"x", "s"}, "y"));
+  m.graph.nodes.push_back(op_node("Sigmoid", {"x"}, {"s"}));
+  m.graph.nodes.push_back(op_node("Mul", {"x", "s"}, {"y"}));
   NamedTensors in;
   in.emplace_back("x", ir::make_tensor<double>({6}, {-3, -1, 0, 0.5, 2, 7}));
   check(m, in, 0, 0.0);
@@ -409,15 +395,15 @@ TEST(Optimizer, OtherDtypesRunTheNodes) {
 TEST(Optimizer, SharedOrOutputTensorsAreNotRewritten) {
   std::mt19937 rng(16);
   ir::Model shared = model({9});
-  shared.graph.outputs.push_back(value("z", {}));
-  shared.graph.nodes.push_back(op("Sigmoid", {"x"}, "s"));
-  shared.graph.nodes.push_back(op("Mul", {"x", "s"}, "y"));
-  shared.graph.nodes.push_back(op("Neg", {"s"}, "z"));
+  shared.graph.outputs.push_back(value_info("z", {}));
+  shared.graph.nodes.push_back(op_node("Sigmoid", {"x"}, {"s"}));
+  shared.graph.nodes.push_back(op_node("Mul", {"x", "s"}, {"y"}));
+  shared.graph.nodes.push_back(op_node("Neg", {"s"}, {"z"}));
   check(shared, input(rng, {9}), 0, 0.0);
   ir::Model out = model({9});
-  out.graph.outputs.push_back(value("s", {}));
-  out.graph.nodes.push_back(op("Sigmoid", {"x"}, "s"));
-  out.graph.nodes.push_back(op("Mul", {"x", "s"}, "y"));
+  out.graph.outputs.push_back(value_info("s", {}));
+  out.graph.nodes.push_back(op_node("Sigmoid", {"x"}, {"s"}));
+  out.graph.nodes.push_back(op_node("Mul", {"x", "s"}, {"y"}));
   check(out, input(rng, {9}), 0, 0.0);
 }
 
@@ -429,8 +415,8 @@ TEST(Optimizer, SharedOrOutputTensorsAreNotRewritten) {
 TEST(Optimizer, ConstantFoldingGivesTheSameBytes) {
   std::mt19937 rng(17);
   ir::Model m = model({4, 6});
-  m.graph.outputs.push_back(value("z", {}));
-  m.graph.inputs.push_back(value("x2", {64, 1024}));
+  m.graph.outputs.push_back(value_info("z", {}));
+  m.graph.inputs.push_back(value_info("x2", {64, 1024}));
   std::vector<int8_t> q(18);
   for (size_t i = 0; i < q.size(); ++i)
     q[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
@@ -439,16 +425,16 @@ TEST(Optimizer, ConstantFoldingGivesTheSameBytes) {
   m.graph.set_initializer("r", random_tensor(rng, {12}));
   m.graph.set_initializer("r_shape", ir::make_tensor<int64_t>({2}, {4, 3}));
   m.graph.set_initializer("big_shape", ir::make_tensor<int64_t>({2}, {64, 1024}));
-  m.graph.nodes.push_back(op("DequantizeLinear", {"w_q", "w_s"}, "w"));
-  m.graph.nodes.push_back(op("MatMul", {"x", "w"}, "m1"));
-  m.graph.nodes.push_back(op("Reshape", {"r", "r_shape"}, "rr"));
-  m.graph.nodes.push_back(op("Add", {"m1", "rr"}, "y"));
+  m.graph.nodes.push_back(op_node("DequantizeLinear", {"w_q", "w_s"}, {"w"}));
+  m.graph.nodes.push_back(op_node("MatMul", {"x", "w"}, {"m1"}));
+  m.graph.nodes.push_back(op_node("Reshape", {"r", "r_shape"}, {"rr"}));
+  m.graph.nodes.push_back(op_node("Add", {"m1", "rr"}, {"y"}));
   ir::Attribute fill;
   fill.name = "value";
   fill.type = ir::AttrType::kTensor;
   fill.t = ir::make_tensor<float>({1}, {1.5f});
-  m.graph.nodes.push_back(op("ConstantOfShape", {"big_shape"}, "big", {fill}));
-  m.graph.nodes.push_back(op("Mul", {"x2", "big"}, "z"));
+  m.graph.nodes.push_back(op_node("ConstantOfShape", {"big_shape"}, {"big"}, {fill}));
+  m.graph.nodes.push_back(op_node("Mul", {"x2", "big"}, {"z"}));
   NamedTensors in = input(rng, {4, 6});
   in.emplace_back("x2", random_tensor(rng, {64, 1024}));
   const Result r = check(m, in, 0, 0.0);
@@ -482,8 +468,8 @@ class Keeper final : public Observer {
 TEST(Optimizer, ObserversSeeTheUnoptimizedBytes) {
   std::mt19937 rng(18);
   ir::Model m = layer_norm_model(rng, {2, 4, 24}, {-1}, 2, false);
-  m.graph.nodes.push_back(op("Sigmoid", {"y"}, "sg"));
-  m.graph.nodes.push_back(op("Mul", {"y", "sg"}, "silu"));
+  m.graph.nodes.push_back(op_node("Sigmoid", {"y"}, {"sg"}));
+  m.graph.nodes.push_back(op_node("Mul", {"y", "sg"}, {"silu"}));
   m.graph.outputs[0].name = "silu";
   const NamedTensors in = input(rng, {2, 4, 24});
   const std::vector<std::pair<std::vector<std::string>, int64_t>> cases = {
@@ -547,15 +533,10 @@ TEST(Optimizer, ValueShapesOfHiddenValues) {
 
 // ---- the test models --------------------------------------------------------------------------
 
-fs::path test_data() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return env != nullptr && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA);
-}
-
 // A test model on its first four samples (or seeded random images): `rewritten` nodes
 // replaced, outputs within `tol` relative L2 of an unoptimized run (0: the same bytes).
 void check_model(const std::string& name, int64_t rewritten, double tol) {
-  const fs::path dir = test_data() / "models";
+  const fs::path dir = test_data_dir() / "models";
   ASSERT_TRUE(fs::exists(dir / (name + ".onnx"))) << dir << ": run scripts/make-testdata.sh";
   auto m = onnx::load_model(dir / (name + ".onnx"));
   ASSERT_TRUE(m.has_value()) << m.status().message();

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/paths.h"
 #include "kernel_harness.h"
 #include "npy_lite.h"
 #include "ptq/onnx.h"
@@ -19,12 +20,9 @@
 namespace ptq::runtime::testing {
 namespace {
 
-namespace fs = std::filesystem;
+using ptq::testing::test_data_dir;
 
-fs::path test_data() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return env != nullptr && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA);
-}
+namespace fs = std::filesystem;
 
 // Runs a shell command; returns its exit code and fills `output` with stdout + stderr.
 int shell(const std::string& cmd, std::string& output) {
@@ -71,12 +69,12 @@ void write_first(const fs::path& from, const fs::path& to, int64_t n) {
 TEST(RunCommand, WritesStackedOutputsEqualToTheExecutor) {
   const fs::path ptq = fs::path(PTQ_BINARY_DIR) / "ptq";
   ASSERT_TRUE(fs::exists(ptq)) << ptq << " is not built";
-  const fs::path model = test_data() / "models" / "resnet18.onnx";
+  const fs::path model = test_data_dir() / "models" / "resnet18.onnx";
   ASSERT_TRUE(fs::exists(model)) << model << " is missing: run scripts/make-testdata.sh";
   const fs::path work = fs::path(PTQ_BINARY_DIR) / "run-cli-test";
   fs::remove_all(work);
   fs::create_directories(work);
-  write_first(test_data() / "models" / "resnet18.samples.npy", work / "five.npy", 5);
+  write_first(test_data_dir() / "models" / "resnet18.samples.npy", work / "five.npy", 5);
   std::string out;
   const int rc =
       shell(fmt::format("'{}' run '{}' --data '{}' --batch 2 --threads 2 -o '{}'", ptq.string(),
@@ -105,11 +103,11 @@ TEST(RunCommand, WritesStackedOutputsEqualToTheExecutor) {
 TEST(RunCommand, BadInputIsOneLineAndExitCode3) {
   const fs::path ptq = fs::path(PTQ_BINARY_DIR) / "ptq";
   ASSERT_TRUE(fs::exists(ptq)) << ptq << " is not built";
-  const fs::path model = test_data() / "models" / "resnet18.onnx";
+  const fs::path model = test_data_dir() / "models" / "resnet18.onnx";
   const fs::path work = fs::path(PTQ_BINARY_DIR) / "run-cli-test-bad";
   fs::create_directories(work);
   // Samples of the transformer (shape [16, 64]) do not fit ResNet's [3, 224, 224] input.
-  const fs::path wrong = test_data() / "models" / "transformer.samples.npy";
+  const fs::path wrong = test_data_dir() / "models" / "transformer.samples.npy";
   std::string out;
   const int rc = shell(fmt::format("'{}' run '{}' --data '{}' -o '{}'", ptq.string(),
                                    model.string(), wrong.string(), (work / "out").string()),
@@ -135,12 +133,12 @@ void write_with(const fs::path& from, const fs::path& to, int64_t at, float valu
 TEST(RunCommand, NonFiniteInputStopsUnlessAllowed) {
   const fs::path ptq = fs::path(PTQ_BINARY_DIR) / "ptq";
   ASSERT_TRUE(fs::exists(ptq)) << ptq << " is not built";
-  const fs::path model = test_data() / "models" / "transformer.onnx";
+  const fs::path model = test_data_dir() / "models" / "transformer.onnx";
   const fs::path work = fs::path(PTQ_BINARY_DIR) / "run-cli-test-nonfinite";
   fs::remove_all(work);
   fs::create_directories(work);
   // Sample 2 (16 x 64 floats a sample) holds a NaN at its element 5, then an Inf.
-  const fs::path samples = test_data() / "models" / "transformer.samples.npy";
+  const fs::path samples = test_data_dir() / "models" / "transformer.samples.npy";
   const int64_t at = 2 * 16 * 64 + 5;
   for (const float bad : {std::nanf(""), INFINITY}) {
     SCOPED_TRACE(bad);

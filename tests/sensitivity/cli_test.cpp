@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_ptq.h"
+#include "common/files.h"
 #include "outlier_model.h"
 #include "ptq/calib_cache.h"
 #include "ptq/data.h"
@@ -19,15 +20,10 @@
 
 namespace {
 
+using ptq::testing::read_file;
+
 namespace fs = std::filesystem;
 using ptq::testing::run_ptq;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class SensitivityCli : public ::testing::Test {
  protected:
@@ -59,7 +55,7 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
                     "--target-drop",  "0.002", "-o",       report,  "--html",   html,
                     "--write",        partial});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(slurp(report));
+  const auto j = nlohmann::json::parse(read_file(report));
   EXPECT_EQ(j["metric"], "top1");
   EXPECT_EQ(j["samples"], 300);
   // An only-mode sweep runs no FP32 pass apart: its base's runs give the reference, whose
@@ -102,7 +98,7 @@ TEST_F(SensitivityCli, SelectionMeetsTargetAndWrittenModelMatches) {
   EXPECT_DOUBLE_EQ(ej["top1"].get<double>(), final_metric);
 
   // HTML: self-contained, no script, the chart and every layer.
-  const std::string h = slurp(html);
+  const std::string h = read_file(html);
   EXPECT_NE(h.find("<svg"), std::string::npos);
   EXPECT_EQ(h.find("<script"), std::string::npos);
   for (const std::string& u : units) EXPECT_NE(h.find(u), std::string::npos) << u;
@@ -116,7 +112,7 @@ TEST_F(SensitivityCli, AllButModeAndUsageErrors) {
                     "minmax", "--eval", test_, "--eval-samples", "64", "--metric", "sqnr", "--mode",
                     "all-but", "-o", report, "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(slurp(report));
+  const auto j = nlohmann::json::parse(read_file(report));
   EXPECT_EQ(j["mode"], "all-but");
   EXPECT_FALSE(j["layers"].empty());
   EXPECT_EQ(j["float_pass_batches"], 4);  // the whole FP32 pass: the base is quantized
@@ -148,7 +144,7 @@ TEST_F(SensitivityCli, PlansWithTheEvalShapes) {
   std::mt19937 gen(3);
   const std::string eval = (dir_ / "eval.npy").string();
   ASSERT_TRUE(
-      ptq::data::save_npy(eval, ptq::sensitivity::testing::random_tensor({4, 16, 8, 8}, 1.0, gen))
+      ptq::data::save_npy(eval, ptq::testing::normal_tensor(gen, {4, 16, 8, 8}, 1.0f))
           .is_ok());
   const std::string cache = (dir_ / "c.json").string();
   auto c =
@@ -159,7 +155,7 @@ TEST_F(SensitivityCli, PlansWithTheEvalShapes) {
     auto r = run_ptq({"sensitivity", model, "--cache", cache, "--eval", eval, "--batch", batch,
                       "--metric", "sqnr", "-o", report, "--quiet"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    const auto j = nlohmann::json::parse(slurp(report));
+    const auto j = nlohmann::json::parse(read_file(report));
     std::vector<std::string> names;
     for (const auto& l : j["layers"]) names.push_back(l["name"]);
     std::sort(names.begin(), names.end());
@@ -183,7 +179,7 @@ TEST_F(SensitivityCli, CacheOfAnotherModelRefusedAsQuantizeDoesUnlessForce) {
   ASSERT_TRUE(ptq::onnx::save_model(m, other).is_ok());
   std::mt19937 gen(3);
   const std::string eval = (dir_ / "eval.npy").string();
-  const ptq::ir::Tensor x = ptq::sensitivity::testing::random_tensor({4, 16, 8, 8}, 1.0, gen);
+  const ptq::ir::Tensor x = ptq::testing::normal_tensor(gen, {4, 16, 8, 8}, 1.0f);
   ASSERT_TRUE(ptq::data::save_npy(eval, x).is_ok());
   const std::string cache = (dir_ / "c.json").string();
   auto c = run_ptq(
@@ -237,7 +233,7 @@ TEST_F(SensitivityCli, WrittenModelIsWhatQuantizeWrites) {
                     "32", "--metric", "sqnr", "--target-drop", "200", "--max-float-layers", "2",
                     "-o", report, "--write", partial, "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(slurp(report));
+  const auto j = nlohmann::json::parse(read_file(report));
   std::string float_set;
   for (const auto& name : j["selection"]["float_set"]) {
     float_set += (float_set.empty() ? "" : ",") + name.get<std::string>();
@@ -248,7 +244,7 @@ TEST_F(SensitivityCli, WrittenModelIsWhatQuantizeWrites) {
   auto e = run_ptq({"quantize", model_, "--cache", cache, "--exclude", float_set, "-o", quantized,
                     "--quiet"});
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  EXPECT_EQ(slurp(partial), slurp(quantized)) << "float set " << float_set;
+  EXPECT_EQ(read_file(partial), read_file(quantized)) << "float set " << float_set;
 }
 
 }  // namespace

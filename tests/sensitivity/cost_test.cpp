@@ -77,7 +77,9 @@ TEST(ShapeRecorder, RecordsEveryNodeOutputARunShows) {
   ir::Model m = small_model();
   m.set_opset("", 17);
   std::mt19937 gen(7);
-  auto random = [&](ir::Shape shape) { return testing::random_tensor(std::move(shape), 1.0, gen); };
+  auto random = [&](ir::Shape shape) {
+    return ptq::testing::normal_tensor(gen, std::move(shape), 1.0f);
+  };
   m.graph.set_initializer("w", random({32, 16, 3, 3}));
   m.graph.set_initializer("b", random({64, 10}));
   auto backend = runtime::make_cpu_backend();

@@ -8,29 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "common/random.h"
 #include "ptq/ir.h"
+#include "ptq/ir/builders.h"
 
 namespace ptq::sensitivity::testing {
 
-inline ir::Tensor random_tensor(ir::Shape shape, double stddev, std::mt19937& gen) {
-  ir::Tensor t(ir::DType::kFloat32, std::move(shape));
-  std::normal_distribution<float> d(0.0f, static_cast<float>(stddev));
-  for (float& v : t.span<float>()) v = d(gen);
-  return t;
-}
-
-inline ir::Node node(std::string name, std::string op, std::vector<std::string> in,
-                     std::string out) {
-  ir::Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = {std::move(out)};
-  return n;
-}
+using ptq::testing::normal_tensor;
 
 inline ir::Node conv(const std::string& name, const std::string& in, const std::string& out) {
-  ir::Node n = node(name, "Conv", {in, name + ".w", name + ".b"}, out);
+  ir::Node n = ir::make_node("Conv", name, {in, name + ".w", name + ".b"}, {out});
   ir::Attribute pads;
   pads.name = "pads";
   pads.type = ir::AttrType::kInts;
@@ -56,8 +43,9 @@ inline ir::Model outlier_model() {
   g.outputs.push_back({"y", out_type, ""});
   const double s = std::sqrt(2.0 / (16 * 9));
   for (const char* c : {"convA", "convB", "convC"}) {
-    g.set_initializer(std::string(c) + ".w", random_tensor({16, 16, 3, 3}, s, gen));
-    g.set_initializer(std::string(c) + ".b", random_tensor({16}, 0.1, gen));
+    g.set_initializer(std::string(c) + ".w",
+                      normal_tensor(gen, {16, 16, 3, 3}, static_cast<float>(s)));
+    g.set_initializer(std::string(c) + ".b", normal_tensor(gen, {16}, 0.1f));
   }
   // The outlier channel: convA's output channel 0 is 1000x larger; convB reads it 1000x weaker,
   // so the float network is unaffected but convB's per-tensor input scale is 1000x too coarse.
@@ -67,18 +55,18 @@ inline ir::Model outlier_model() {
   for (int64_t o = 0; o < 16; ++o) {
     for (int64_t k = 0; k < 9; ++k) wb->data<float>()[o * 16 * 9 + k] *= 1e-3f;
   }
-  g.set_initializer("fc.w", random_tensor({16, 10}, 0.3, gen));
-  g.set_initializer("fc.b", random_tensor({10}, 0.1, gen));
+  g.set_initializer("fc.w", normal_tensor(gen, {16, 10}, 0.3f));
+  g.set_initializer("fc.b", normal_tensor(gen, {10}, 0.1f));
   g.nodes.push_back(conv("convA", "x", "a"));
-  g.nodes.push_back(node("reluA", "Relu", {"a"}, "ar"));
+  g.nodes.push_back(ir::make_node("Relu", "reluA", {"a"}, {"ar"}));
   g.nodes.push_back(conv("convB", "ar", "b"));
-  g.nodes.push_back(node("reluB", "Relu", {"b"}, "br"));
+  g.nodes.push_back(ir::make_node("Relu", "reluB", {"b"}, {"br"}));
   g.nodes.push_back(conv("convC", "br", "c"));
-  g.nodes.push_back(node("reluC", "Relu", {"c"}, "cr"));
-  g.nodes.push_back(node("gap", "GlobalAveragePool", {"cr"}, "p"));
-  g.nodes.push_back(node("flat", "Flatten", {"p"}, "f"));
-  g.nodes.push_back(node("fc", "MatMul", {"f", "fc.w"}, "mm"));
-  g.nodes.push_back(node("fc_bias", "Add", {"mm", "fc.b"}, "y"));
+  g.nodes.push_back(ir::make_node("Relu", "reluC", {"c"}, {"cr"}));
+  g.nodes.push_back(ir::make_node("GlobalAveragePool", "gap", {"cr"}, {"p"}));
+  g.nodes.push_back(ir::make_node("Flatten", "flat", {"p"}, {"f"}));
+  g.nodes.push_back(ir::make_node("MatMul", "fc", {"f", "fc.w"}, {"mm"}));
+  g.nodes.push_back(ir::make_node("Add", "fc_bias", {"mm", "fc.b"}, {"y"}));
   return m;
 }
 

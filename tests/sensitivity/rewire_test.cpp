@@ -20,7 +20,6 @@
 namespace ptq::sensitivity {
 namespace {
 
-using testing::node;
 using testing::outlier_model;
 
 // A range for every activation (graph inputs and node outputs) of `m`.
@@ -130,7 +129,7 @@ TEST(Rewire, OnlyVariantIsTheFloatModelWithTheQuantizedModelsValues) {
   ASSERT_TRUE(folder.fold(quantized));
   const ir::GraphIndex base_index(m.graph), quantized_index(quantized.graph);
   std::mt19937 gen(9);
-  const ir::Tensor x = testing::random_tensor({2, 16, 8, 8}, 1.0, gen);
+  const ir::Tensor x = ptq::testing::normal_tensor(gen, {2, 16, 8, 8}, 1.0f);
   const auto float_out = run_model(m, *backend, x);
   ASSERT_EQ(float_out.size(), 1u);
   int quantized_differs = 0;  // units whose variant's output is not the float model's
@@ -198,8 +197,8 @@ ir::Model shape_model() {
   ir::Model m = outlier_model();
   ir::Graph& g = m.graph;
   g.nodes.resize(3);  // convA, reluA, convB
-  g.nodes.push_back(node("shape", "Shape", {"ar"}, "s"));
-  g.nodes.push_back(node("reshape", "Reshape", {"b", "s"}, "y"));
+  g.nodes.push_back(ir::make_node("Shape", "shape", {"ar"}, {"s"}));
+  g.nodes.push_back(ir::make_node("Reshape", "reshape", {"b", "s"}, {"y"}));
   for (const char* name : {"convC.w", "convC.b", "fc.w", "fc.b"}) g.remove_initializer(name);
   return m;
 }
@@ -257,7 +256,7 @@ TEST(Rewire, FoldedBatchNormIsNotRewired) {
   ir::Graph& g = m.graph;
   std::mt19937 gen(3);
   for (const char* p : {"bn.scale", "bn.bias", "bn.mean"}) {
-    g.set_initializer(p, testing::random_tensor({16}, 0.1, gen));
+    g.set_initializer(p, ptq::testing::normal_tensor(gen, {16}, 0.1f));
   }
   ir::Tensor var(ir::DType::kFloat32, {16});
   for (float& v : var.span<float>()) v = 1.0f;
@@ -265,8 +264,8 @@ TEST(Rewire, FoldedBatchNormIsNotRewired) {
   for (ir::Node& n : g.nodes) {
     if (n.name == "reluA") n.inputs = {"a_bn"};
   }
-  ir::Node bn =
-      node("bn", "BatchNormalization", {"a", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, "a_bn");
+  ir::Node bn = ir::make_node("BatchNormalization", "bn",
+                              {"a", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, {"a_bn"});
   g.nodes.insert(g.nodes.begin() + 1, bn);
   const auto table = table_for(m);
   const planner::Plan base_plan = plan_skipping(m, table, {});

@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ptq::sensitivity::testing::outlier_model;
-using ptq::sensitivity::testing::random_tensor;
+using ptq::testing::normal_tensor;
 
 class SweepTest : public ::testing::Test {
  protected:
@@ -33,7 +33,7 @@ class SweepTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("ptq_sens_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     std::mt19937 gen(11);
-    ASSERT_TRUE(data::save_npy(dir_ / "x.npy", random_tensor({48, 16, 8, 8}, 1.0, gen)).is_ok());
+    ASSERT_TRUE(data::save_npy(dir_ / "x.npy", normal_tensor(gen, {48, 16, 8, 8}, 1.0f)).is_ok());
     data::DatasetSpec spec;
     spec.sources = {{"", dir_ / "x.npy"}};
     spec.default_batch = 16;
@@ -283,13 +283,13 @@ class ConstantNodeSweepTest : public SweepTest {
   ir::Model make_model() const override {
     ir::Model m = outlier_model();
     ir::Graph& g = m.graph;
-    ir::Node w = testing::node("convC_w", "Constant", {}, "convC.w");
+    ir::Node w = ir::make_node("Constant", "convC_w", {}, {"convC.w"});
     ir::Attribute value;
     value.name = "value";
     value.type = ir::AttrType::kTensor;
     value.t = *g.initializer("convC.w");
     w.set_attr(value);
-    ir::Node b = testing::node("fc_b", "Constant", {}, "fc.b");
+    ir::Node b = ir::make_node("Constant", "fc_b", {}, {"fc.b"});
     ir::Attribute floats;
     floats.name = "value_floats";
     floats.type = ir::AttrType::kFloats;
@@ -351,12 +351,11 @@ TEST_F(SweepTest, SelectionMeetsSqnrTarget) {
 // Quantizing convB alone: the cut holds convB's Q/DQ, convB, the Reshape and the Shape; its
 // boundary is ar, not s.
 TEST(MakeCut, RecomputesShapeValues) {
-  namespace t = ptq::sensitivity::testing;
   ir::Model m = outlier_model();
   ir::Graph& g = m.graph;
   g.nodes.resize(3);  // convA, reluA, convB
-  g.nodes.push_back(t::node("shape", "Shape", {"ar"}, "s"));
-  g.nodes.push_back(t::node("reshape", "Reshape", {"b", "s"}, "y"));
+  g.nodes.push_back(ir::make_node("Shape", "shape", {"ar"}, {"s"}));
+  g.nodes.push_back(ir::make_node("Reshape", "reshape", {"b", "s"}, {"y"}));
   g.outputs.front().type.dims =
       std::vector<ir::Dim>{ir::Dim::symbol("N"), ir::Dim::of(16), ir::Dim::of(8), ir::Dim::of(8)};
   for (const char* name : {"convC.w", "convC.b", "fc.w", "fc.b"}) g.remove_initializer(name);
@@ -364,7 +363,7 @@ TEST(MakeCut, RecomputesShapeValues) {
   const fs::path dir = fs::temp_directory_path() / ("ptq_sens_cut_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::mt19937 gen(3);
-  ASSERT_TRUE(data::save_npy(dir / "x.npy", random_tensor({8, 16, 8, 8}, 1.0, gen)).is_ok());
+  ASSERT_TRUE(data::save_npy(dir / "x.npy", normal_tensor(gen, {8, 16, 8, 8}, 1.0f)).is_ok());
   data::DatasetSpec spec;
   spec.sources = {{"", dir / "x.npy"}};
   auto ds = data::Dataset::open(spec);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_ptq.h"
+#include "common/files.h"
 #include "outlier_model.h"
 #include "ptq/data.h"
 #include "ptq/onnx.h"
@@ -22,13 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ptq::testing::run_ptq;
-
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return nlohmann::json::parse(s.str());
-}
 
 class SensitivityVulkanCli : public ::testing::Test {
  protected:
@@ -44,7 +38,7 @@ class SensitivityVulkanCli : public ::testing::Test {
     ASSERT_TRUE(ptq::onnx::save_model(ptq::sensitivity::testing::outlier_model(), model_).is_ok());
     std::mt19937 gen(11);
     ASSERT_TRUE(ptq::data::save_npy(
-                    data_, ptq::sensitivity::testing::random_tensor({16, 16, 8, 8}, 1.0, gen))
+                    data_, ptq::testing::normal_tensor(gen, {16, 16, 8, 8}, 1.0f))
                     .is_ok());
     auto c = run_ptq(
         {"calibrate", model_, "--data", data_, "--method", "minmax", "-o", cache_, "--quiet"});
@@ -59,7 +53,8 @@ class SensitivityVulkanCli : public ::testing::Test {
     auto r = run_ptq({"sensitivity", model_, "--cache", cache_, "--eval", data_, "--metric", "sqnr",
                       "--mode", mode, "--backend", backend, "-o", out.string(), "--quiet"});
     EXPECT_EQ(r.exit_code, 0) << backend << " " << mode << ": " << r.err;
-    return r.exit_code == 0 ? read_json(out) : nlohmann::json{};
+    return r.exit_code == 0 ? nlohmann::json::parse(ptq::testing::read_file(out))
+                            : nlohmann::json{};
   }
 
   fs::path dir_;

@@ -25,6 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_ptq.h"
+#include "common/files.h"
+#include "common/paths.h"
 #include "ptq/calib_cache.h"
 #include "ptq/calibrators.h"
 #include "ptq/data.h"
@@ -32,16 +34,18 @@
 
 namespace {
 
+using ptq::testing::read_file;
+
 namespace fs = std::filesystem;
 using ptq::testing::PtqResult;
 using ptq::testing::run_ptq;
 using namespace ptq;
 
-fs::path example_dir() { return fs::path(PTQ_SOURCE_DIR) / "examples"; }
-std::string example_model() { return (example_dir() / "fashion_cnn.onnx").string(); }
-std::string calib_npy() { return (example_dir() / "data" / "calib.npy").string(); }
-std::string test_npy() { return (example_dir() / "data" / "test.npy").string(); }
-std::string test_labels() { return (example_dir() / "data" / "test_labels.npy").string(); }
+using ptq::testing::calib_npy;
+using ptq::testing::example_dir;
+using ptq::testing::example_model;
+using ptq::testing::test_labels;
+using ptq::testing::test_npy;
 
 const std::vector<std::string> kBackends = {"cpu", "vulkan"};
 
@@ -50,10 +54,8 @@ class Scratch {
  public:
   Scratch() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::path(PTQ_BINARY_DIR) / "test-scratch" / "vulkan-cli" /
-            (std::string(info->name()) + "-" + std::to_string(::getpid()));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
+    path_ = ptq::testing::scratch_dir(
+        {"vulkan-cli", std::string(info->name()) + "-" + std::to_string(::getpid())});
   }
   ~Scratch() {
     std::error_code ec;
@@ -342,19 +344,13 @@ TEST_F(VulkanCli, MissingDeviceIsOneLineAndExit3) {
 TEST_F(VulkanCli, DeviceListCalibratesAsOneDevice) {
   Scratch dir;
   ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);  // the caches' date
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
   for (const std::string list : {"0", "0,0"}) {
     auto r = run_ptq({"calibrate", example_model(), "--data", calib_npy(), "--samples", "48",
                       "--batch", "8", "--backend", "vulkan", "--device", list, "-o",
                       dir / ("c" + list + ".json"), "--quiet"});
     ASSERT_EQ(r.exit_code, 0) << list << ": " << r.err;
   }
-  EXPECT_EQ(slurp(dir / "c0,0.json"), slurp(dir / "c0.json"));
+  EXPECT_EQ(read_file(dir / "c0,0.json"), read_file(dir / "c0.json"));
   const std::string bad = dir / "bad.json";
   auto r = run_ptq({"calibrate", example_model(), "--data", calib_npy(), "--backend", "vulkan",
                     "--device", "0,7", "-o", bad});

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/paths.h"
 #include "declared_shapes.h"
 #include "host_values.h"
 #include "ptq/data.h"
@@ -21,9 +22,7 @@ namespace ptq::vulkan::testing {
 namespace {
 
 std::filesystem::path model_path(const std::string& name) {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return std::filesystem::path(env != nullptr && *env != '\0' ? env : PTQ_TEST_DATA) / "models" /
-         (name + ".onnx");
+  return ptq::testing::test_models_dir() / (name + ".onnx");
 }
 
 // Every real input and node output as the CPU executor produced it.

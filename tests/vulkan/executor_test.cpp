@@ -8,21 +8,13 @@
 //   (* no Vulkan kernel: runs on the CPU)
 #include <random>
 
+#include "common/node_builder.h"
 #include "vulkan_harness.h"
 
 namespace ptq::vulkan::testing {
 namespace {
 
-ir::Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
-              std::vector<ir::Attribute> attrs = {}) {
-  ir::Node n;
-  n.op_type = op;
-  n.name = op + "_" + out[0];
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.attributes = std::move(attrs);
-  return n;
-}
+using ptq::testing::op_node;
 
 ir::Model test_model() {
   std::mt19937 rng(31);
@@ -42,16 +34,16 @@ ir::Model test_model() {
   m.graph.set_initializer("qs", ir::make_tensor<float>({}, {0.05f}));
   m.graph.set_initializer("qz", ir::make_tensor<int8_t>({}, {3}));
   m.graph.nodes = {
-      node("Conv", {"x", "w", "b"}, {"c"},
+      op_node("Conv", {"x", "w", "b"}, {"c"},
            {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}),
-      node("Relu", {"c"}, {"r"}),
-      node("Sinh", {"r"}, {"s"}),
-      node("Add", {"s", "r"}, {"a"}),
-      node("Tile", {"a", "repeats"}, {"t"}),
-      node("ReduceMean", {"t"}, {"m"}, {attr_ints("axes", {2, 3}), attr_int("keepdims", 0)}),
-      node("Reshape", {"m", "flat"}, {"out"}),
-      node("QuantizeLinear", {"a", "qs", "qz"}, {"q"}),
-      node("DequantizeLinear", {"q", "qs", "qz"}, {"dq"}),
+      op_node("Relu", {"c"}, {"r"}),
+      op_node("Sinh", {"r"}, {"s"}),
+      op_node("Add", {"s", "r"}, {"a"}),
+      op_node("Tile", {"a", "repeats"}, {"t"}),
+      op_node("ReduceMean", {"t"}, {"m"}, {attr_ints("axes", {2, 3}), attr_int("keepdims", 0)}),
+      op_node("Reshape", {"m", "flat"}, {"out"}),
+      op_node("QuantizeLinear", {"a", "qs", "qz"}, {"q"}),
+      op_node("DequantizeLinear", {"q", "qs", "qz"}, {"dq"}),
   };
   for (const char* name : {"out", "dq"}) {
     ir::ValueInfo o;
@@ -152,12 +144,12 @@ TEST(VulkanExecutor, ViewsAfterFusionAndDropoutMask) {
   m.graph.set_initializer("ratio", ir::make_tensor<float>({}, {0.5f}));
   m.graph.set_initializer("training", ir::make_tensor<bool>({}, {false}));
   m.graph.nodes = {
-      node("Conv", {"x", "w", "b"}, {"c"},
+      op_node("Conv", {"x", "w", "b"}, {"c"},
            {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}),
-      node("Relu", {"c"}, {"r"}),
-      node("Flatten", {"r"}, {"f"}),
-      node("Dropout", {"f", "ratio", "training"}, {"d", "mask"}),
-      node("Gemm", {"d", "gw"}, {"out"}, {attr_int("transB", 1)}),
+      op_node("Relu", {"c"}, {"r"}),
+      op_node("Flatten", {"r"}, {"f"}),
+      op_node("Dropout", {"f", "ratio", "training"}, {"d", "mask"}),
+      op_node("Gemm", {"d", "gw"}, {"out"}, {attr_int("transB", 1)}),
   };
   m.graph.outputs.resize(1);
   m.graph.outputs[0].name = "out";

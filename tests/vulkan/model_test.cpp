@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/paths.h"
 #include "ptq/calibrators.h"
 #include "ptq/data.h"
 #include "ptq/onnx.h"
@@ -18,10 +19,7 @@
 namespace ptq::vulkan::testing {
 namespace {
 
-std::filesystem::path test_data() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return env != nullptr && *env != '\0' ? env : PTQ_TEST_DATA;
-}
+using ptq::testing::test_models_dir;
 
 struct Loaded {
   ir::Model model;
@@ -31,7 +29,7 @@ struct Loaded {
 // `name`.onnx and its samples (`name`.`samples`.npy). Fails the test loudly when the
 // generated data is missing.
 bool load(const std::string& name, Loaded& out, const std::string& samples_file = "samples") {
-  const std::filesystem::path dir = test_data() / "models";
+  const std::filesystem::path dir = test_models_dir();
   auto model = onnx::load_model(dir / (name + ".onnx"));
   EXPECT_TRUE(model.has_value()) << "missing test model (run scripts/make-testdata.sh): "
                                  << model.status().message();

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/paths.h"
 #include "context.h"
 #include "ptq/data.h"
 #include "ptq/onnx.h"
@@ -25,9 +26,7 @@ struct Transformer {
 };
 
 bool load_transformer(Transformer& out, int64_t count) {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  const std::filesystem::path dir =
-      std::filesystem::path(env != nullptr && *env != '\0' ? env : PTQ_TEST_DATA) / "models";
+  const std::filesystem::path dir = ptq::testing::test_models_dir();
   auto model = onnx::load_model(dir / "transformer.onnx");
   auto samples = data::load_npy(dir / "transformer.samples.npy");
   EXPECT_TRUE(model.has_value() && samples.has_value()) << "missing test model or samples";

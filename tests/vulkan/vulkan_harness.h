@@ -6,41 +6,25 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/node_builder.h"
+#include "common/random.h"
 #include "ptq/ir.h"
-#include "ptq/ir/builders.h"
 #include "ptq/runtime.h"
 #include "ptq/vulkan.h"
 
 namespace ptq::vulkan::testing {
 
-// The kernel tests' names for ir/builders.h's attribute constructors.
-inline ir::Attribute attr_int(std::string name, int64_t v) {
-  return ir::int_attr(std::move(name), v);
-}
-inline ir::Attribute attr_float(std::string name, float v) {
-  return ir::float_attr(std::move(name), v);
-}
-inline ir::Attribute attr_ints(std::string name, std::vector<int64_t> v) {
-  return ir::ints_attr(std::move(name), std::move(v));
-}
-inline ir::Attribute attr_string(std::string name, std::string v) {
-  return ir::string_attr(std::move(name), std::move(v));
-}
-
-inline ir::Tensor random_tensor(std::mt19937& rng, ir::Shape shape, float lo = -1.0f,
-                                float hi = 1.0f) {
-  ir::Tensor t(ir::DType::kFloat32, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (float& v : t.span<float>()) v = d(rng);
-  return t;
-}
+using ptq::testing::attr_float;
+using ptq::testing::attr_int;
+using ptq::testing::attr_ints;
+using ptq::testing::attr_string;
+using ptq::testing::random_tensor;
 
 inline ir::Tensor int64_tensor(ir::Shape shape, std::vector<int64_t> values) {
   return ir::make_tensor<int64_t>(std::move(shape), std::span<const int64_t>(values));

@@ -1,3 +1,5 @@
+#include "common/ort_runner.h"
+#include "common/paths.h"
 #include "zoo.h"
 
 #include <gtest/gtest.h>
@@ -16,10 +18,7 @@ namespace ptq::zoo {
 
 namespace fs = std::filesystem;
 
-fs::path dir() {
-  const char* env = std::getenv("PTQ_TEST_DATA");
-  return (env != nullptr && *env ? fs::path(env) : fs::path(PTQ_TEST_DATA)) / "zoo";
-}
+fs::path dir() { return testing::test_data_dir() / "zoo"; }
 
 std::vector<Model> models() {
   std::ifstream in(dir() / "manifest.json");
@@ -47,23 +46,18 @@ std::vector<std::string> data_args(const Model& m, const std::string& split) {
 }
 
 fs::path scratch(const std::string& test, const std::string& name) {
-  fs::path out = fs::path(PTQ_BINARY_DIR) / "test-scratch" / "zoo" / test / name;
-  fs::remove_all(out);
-  fs::create_directories(out);
-  return out;
+  return testing::scratch_dir({"zoo", test, name});
 }
 
 bool run_ort(const fs::path& model, const Model& m, const std::string& split, int count,
              int batch, const fs::path& out) {
-  std::string cmd = fmt::format("node '{}/tests/common/ort_batches.js' '{}' '{}' {} 1 {}",
-                                PTQ_SOURCE_DIR, model.string(), out.string(), batch, count);
+  std::vector<std::string> args = {model.string(), out.string(), std::to_string(batch), "1",
+                                   std::to_string(count)};
   for (const std::string& input : m.inputs) {
-    cmd += fmt::format(" '{}={}'", input, (dir() / m.name / split / (input + ".npy")).string());
+    args.push_back(
+        fmt::format("{}={}", input, (dir() / m.name / split / (input + ".npy")).string()));
   }
-  cmd += " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  EXPECT_EQ(rc, 0) << cmd;
-  return rc == 0;
+  return testing::run_ort_script("common/ort_batches.js", args);
 }
 
 std::vector<OutputError> compare(const Model& m, const fs::path& reference, const fs::path& test) {

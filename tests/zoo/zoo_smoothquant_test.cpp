@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_ptq.h"
+#include "common/files.h"
 #include "ptq/calibration.h"
 #include "ptq/data.h"
 #include "ptq/ir/owned_copy.h"
@@ -22,6 +23,8 @@
 
 namespace ptq::zoo {
 namespace {
+
+using ptq::testing::read_file;
 
 namespace fs = std::filesystem;
 
@@ -110,13 +113,6 @@ double sqnr_db(const Model& m, const fs::path& fp32, const fs::path& int8) {
   return nlohmann::json::parse(r.out).at("outputs").at(0).at("sqnr_db").get<double>();
 }
 
-std::string bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(ZooSmoothQuant, SmoothedFloatModelComputesTheSame) {
   const Model m = gpt();
   const fs::path dir = scratch("smoothquant", "float");
@@ -156,7 +152,7 @@ TEST(ZooSmoothQuant, RaisesInt8SqnrAndTheCacheReproducesTheModel) {
                                       (dir / "smooth.calib.json").string(), "-o",
                                       (dir / "from_cache.onnx").string(), "-q"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(bytes(dir / "from_cache.onnx"), bytes(dir / "smooth.onnx"));
+  EXPECT_EQ(read_file(dir / "from_cache.onnx"), read_file(dir / "smooth.onnx"));
 
   // The cache decides the smoothing; a --smoothquant it contradicts is a usage error.
   auto other = ptq::testing::run_ptq({"quantize", fp32.string(), "--cache",
