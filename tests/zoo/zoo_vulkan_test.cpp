@@ -99,20 +99,17 @@ bool quick(const Model& m) {
 // optical-flow model's GridSample and InstanceNormalization. --strict refuses them (below).
 bool cpu_only(const Model& m) { return m.family == "sequence" || m.family == "flow"; }
 
-std::vector<Model> models_where(bool want_quick) {
+template <typename Pred>
+std::vector<Model> models_where(Pred keep) {
   std::vector<Model> out;
   for (const Model& m : models()) {
-    if (!cpu_only(m) && quick(m) == want_quick) out.push_back(m);
+    if (keep(m)) out.push_back(m);
   }
   return out;
 }
 
-std::vector<Model> cpu_only_models() {
-  std::vector<Model> out;
-  for (const Model& m : models()) {
-    if (cpu_only(m)) out.push_back(m);
-  }
-  return out;
+std::vector<Model> gpu_models(bool want_quick) {
+  return models_where([&](const Model& m) { return !cpu_only(m) && quick(m) == want_quick; });
 }
 
 class ZooVulkanRefused : public ::testing::TestWithParam<Model> {};
@@ -129,12 +126,12 @@ TEST_P(ZooVulkanRefused, StrictNamesTheNodesWithoutAKernel) {
 }
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZooVulkan);
-INSTANTIATE_TEST_SUITE_P(Zoo, ZooVulkan, ::testing::ValuesIn(models_where(true)),
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooVulkan, ::testing::ValuesIn(gpu_models(true)),
                          [](const auto& info) { return info.param.name; });
-INSTANTIATE_TEST_SUITE_P(ZooLarge, ZooVulkan, ::testing::ValuesIn(models_where(false)),
+INSTANTIATE_TEST_SUITE_P(ZooLarge, ZooVulkan, ::testing::ValuesIn(gpu_models(false)),
                          [](const auto& info) { return info.param.name; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZooVulkanRefused);
-INSTANTIATE_TEST_SUITE_P(Zoo, ZooVulkanRefused, ::testing::ValuesIn(cpu_only_models()),
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooVulkanRefused, ::testing::ValuesIn(models_where(cpu_only)),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

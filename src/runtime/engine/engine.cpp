@@ -144,19 +144,18 @@ Expected<CalibrationEngines> make_calibration_engines(const ir::Model& model,
   if (!cpu && options.devices.size() > 1) {
     const auto n = static_cast<int>(options.devices.size());
     CalibrationEngines e;
-    PTQ_ASSIGN_OR_RETURN(e.engine,
-                         make_engine(model, options, thread_share(threads, n, 0), early));
+    PTQ_ASSIGN_OR_RETURN(e.engine, make_engine(model, options, thread_share(threads, n, 0), early));
     PTQ_RETURN_IF_ERROR(add_device_workers(e, model, options, threads));
     return e;
   }
   if (workers == 0) workers = cpu ? std::clamp(threads / kThreadsPerWorker, 1, kMostWorkers) : 1;
   workers = std::clamp(workers, 1, std::max(threads, 1));
-  auto share = [&](int w) { return threads / workers + (w < threads % workers ? 1 : 0); };
   CalibrationEngines e;
-  PTQ_ASSIGN_OR_RETURN(e.engine, make_engine(model, options, share(0), early));
+  PTQ_ASSIGN_OR_RETURN(e.engine,
+                       make_engine(model, options, thread_share(threads, workers, 0), early));
   for (int w = 1; w < workers; ++w) {
     ExecutorOptions eo = options.executor;
-    eo.threads = share(w);
+    eo.threads = thread_share(threads, workers, w);
     PTQ_ASSIGN_OR_RETURN(auto exec, Executor::create(model, *e.engine.backend, eo));
     e.more.push_back(std::move(exec));
   }
